@@ -20,13 +20,12 @@ import io
 import math
 import os
 import random
-import socket
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
-from urllib.parse import urlparse
 
 from PIL import Image, ImageDraw
+
+from mai import MaiError, hub
 
 __all__ = [
     "Example",
@@ -141,7 +140,7 @@ def get_benchmark(name: str) -> Benchmark:
     try:
         return BENCHMARKS[name]
     except KeyError:
-        raise ValueError(f"unknown benchmark {name!r}; choose from: {', '.join(BENCHMARKS)}") from None
+        raise MaiError(f"unknown benchmark {name!r}; choose from: {', '.join(BENCHMARKS)}") from None
 
 
 def subsample_indices(n: int, limit: int | None, seed: int) -> list[int]:
@@ -167,7 +166,7 @@ def load_benchmark(
     bench = get_benchmark(name)
     if bench.synthetic:
         if data_files is not None:
-            raise ValueError(f"{name} is generated locally; data_files does not apply to it")
+            raise MaiError(f"{name} is generated locally; data_files does not apply to it")
         return _SYNTH_LOADERS[name](limit=limit, seed=seed)
     ds = _open_hub_dataset(bench, data_files)
     return _examples_from_dataset(bench, ds, limit, seed)
@@ -177,77 +176,12 @@ def load_benchmark(
 # Hub access
 # --------------------------------------------------------------------------------------
 
-_PROBE_ENV = "MAI_HUB_PROBE_TIMEOUT"  # seconds for the reachability probe; 0 disables it
-
-
-def _hub_error(bench: Benchmark, reason: Any) -> RuntimeError:
-    return RuntimeError(
+def _hub_error(bench: Benchmark, reason: Any) -> MaiError:
+    return MaiError(
         f"cannot reach the Hugging Face hub for {bench.hub_path}: {_one_line(reason)}. "
         "Download it where you have access and pass its parquet files with --data-files, "
         "or set HF_DATASETS_OFFLINE=1 with a local cache."
     )
-
-
-def _offline_mode() -> bool:
-    import datasets
-
-    return bool(datasets.config.HF_HUB_OFFLINE)
-
-
-def _probe_hub(timeout: float) -> str | None:
-    """None when a TCP connection to the hub endpoint opens within ``timeout`` s, else the reason.
-
-    huggingface_hub retries a failed request five times with exponential backoff (about
-    25 s before ``load_dataset`` gives up on a machine without network); this probe turns
-    that into a prompt error.  DNS lookups have no timeout of their own, hence the thread.
-    """
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    host = url.hostname or "huggingface.co"
-    port = url.port or (80 if url.scheme == "http" else 443)
-    result: list[str | None] = []
-
-    def attempt() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                result.append(None)
-        except OSError as exc:
-            result.append(f"{host}:{port} unreachable ({type(exc).__name__}: {exc})")
-
-    thread = threading.Thread(target=attempt, daemon=True)
-    thread.start()
-    thread.join(timeout + 0.5)
-    if not result:
-        return f"{host}:{port} did not answer within {timeout:g} s"
-    return result[0]
-
-
-def _connection_error_types() -> tuple[type[BaseException], ...]:
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    try:
-        from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-        types += [LocalEntryNotFoundError, OfflineModeIsEnabled]
-    except ImportError:  # pragma: no cover - older huggingface_hub
-        pass
-    try:
-        import httpx
-
-        types.append(httpx.TransportError)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        import requests
-
-        types += [requests.exceptions.ConnectionError, requests.exceptions.Timeout]
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(types)
-
-
-def _proxy_configured() -> bool:
-    return any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
 
 
 def _open_hub_dataset(bench: Benchmark, data_files: str | list[str] | None):
@@ -256,16 +190,13 @@ def _open_hub_dataset(bench: Benchmark, data_files: str | list[str] | None):
     if data_files is not None:
         return datasets.load_dataset("parquet", data_files=data_files, split="train")
 
-    offline = _offline_mode()
-    if not offline and not _proxy_configured():
-        timeout = float(os.environ.get(_PROBE_ENV, "5"))
-        if timeout > 0:
-            reason = _probe_hub(timeout)
-            if reason is not None:
-                raise _hub_error(bench, reason)
+    offline = hub.offline_mode()
+    reason = hub.unreachable()
+    if reason is not None:
+        raise _hub_error(bench, reason)
     try:
         return datasets.load_dataset(bench.hub_path, bench.hub_config, split=bench.split)
-    except _connection_error_types() as exc:
+    except hub.connection_errors() as exc:
         reason = f"{type(exc).__name__}: {exc}"
         if offline:
             reason = f"offline mode is on and the dataset is not in the local cache ({reason})"
@@ -443,7 +374,7 @@ def _cast_image_undecoded(ds, column: str = "image"):
 def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -> list[Example]:
     missing = [c for c in _REQUIRED_COLUMNS[bench.name] if c not in ds.column_names]
     if missing:
-        raise ValueError(
+        raise MaiError(
             f"{bench.name}: data lacks column(s) {', '.join(missing)} of the {bench.hub_path} schema "
             f"(has: {', '.join(ds.column_names)})"
         )

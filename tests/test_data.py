@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 import mai.data as data
+from mai import MaiError, hub
 from mai.data import (
     BENCHMARKS,
     Example,
@@ -184,12 +185,12 @@ def test_registry_matches_lmms_eval_settings():
 
 
 def test_unknown_benchmark_error_is_one_line():
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(MaiError) as info:
         get_benchmark("nope")
     msg = str(info.value)
     assert msg == "unknown benchmark 'nope'; choose from: " + ", ".join(BENCHMARKS)
     assert "\n" not in msg
-    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+    with pytest.raises(MaiError, match="unknown benchmark 'nope'"):
         load_benchmark("nope")
 
 
@@ -345,7 +346,7 @@ def test_parquet_without_hf_metadata(tmp_path):
 
 def test_missing_columns_named(tmp_path):
     path = _write(tmp_path, "wrong", {"image": [_img(1)], "question": ["q"]}, {"image": datasets.Image(), "question": S})
-    with pytest.raises(ValueError, match="chartqa: data lacks column\\(s\\) answer, type"):
+    with pytest.raises(MaiError, match="chartqa: data lacks column\\(s\\) answer, type"):
         load_benchmark("chartqa", data_files=path)
 
 
@@ -369,16 +370,16 @@ HUB_MSG = re.compile(
 
 
 def test_unreachable_hub_fails_fast_before_load_dataset(monkeypatch):
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub, "offline_mode", lambda: False)
     for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(data, "_probe_hub", lambda timeout: "huggingface.co:443 unreachable (gaierror: no DNS)")
+    monkeypatch.setattr(hub, "probe", lambda timeout: "huggingface.co:443 unreachable (gaierror: no DNS)")
 
     def boom(*a, **k):
         raise AssertionError("load_dataset must not be called when the probe fails")
 
     monkeypatch.setattr(datasets, "load_dataset", boom)
-    with pytest.raises(RuntimeError) as info:
+    with pytest.raises(MaiError) as info:
         load_benchmark("chartqa")
     msg = str(info.value)
     assert HUB_MSG.match(msg) and "\n" not in msg
@@ -390,7 +391,7 @@ def test_probe_against_unresolvable_endpoint_is_fast(monkeypatch):
 
     monkeypatch.setattr(constants, "ENDPOINT", "https://hub.invalid")
     t = time.monotonic()
-    reason = data._probe_hub(2.0)
+    reason = hub.probe(2.0)
     assert time.monotonic() - t < 5
     assert reason and "hub.invalid:443" in reason and "\n" not in reason
 
@@ -402,7 +403,7 @@ def test_connection_errors_from_load_dataset_are_wrapped(monkeypatch):
         raise ConnectionError("Couldn't reach 'lmms-lab/ChartQA' on the Hub (LocalEntryNotFoundError)\nmore")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(RuntimeError) as info:
+    with pytest.raises(MaiError) as info:
         load_benchmark("chartqa", limit=3)
     assert HUB_MSG.match(str(info.value)) and "LocalEntryNotFoundError" in str(info.value)
 
@@ -416,7 +417,7 @@ def test_no_hub_end_to_end_is_one_line_and_fast(tmp_path):
         "t = time.monotonic()\n"
         "try:\n"
         "    d.load_benchmark('chartqa', limit=2)\n"
-        "except RuntimeError as e:\n"
+        "except Exception as e:\n"
         "    print('ERR', time.monotonic() - t); print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -579,5 +580,5 @@ def test_synth_pope_deterministic_and_seeded():
 
 
 def test_synthetic_rejects_data_files():
-    with pytest.raises(ValueError, match="data_files does not apply"):
+    with pytest.raises(MaiError, match="data_files does not apply"):
         load_benchmark("synth-pope", data_files="x.parquet")

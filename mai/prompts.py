@@ -1,0 +1,66 @@
+"""Prompt modes in the paper's words: Simple (S), Think / reasoning (R), and the second stage.
+
+- simple: the question and the benchmark's lmms-eval post-prompt; the model answers directly.
+- think:  the model reasons step by step, then answers. Instruct checkpoints are asked to in words;
+          Thinking checkpoints get the question alone and their own template opens <think>.
+- answer: the second stage of the small model's two-stage answer (Section 5.1): after its reasoning,
+          a new user turn asks for the short answer; it continues from the first stage's KV cache.
+Reasoning transfer prepends another model's reasoning to the Simple prompt (TRANSFER_TEMPLATE).
+
+Every prompt is a chat conversation rendered by the processor's own chat template, so real
+checkpoints see exactly their template, with lmms-eval's system prompt.
+"""
+from __future__ import annotations
+
+MODES = ("simple", "think", "answer")
+
+SYSTEM_PROMPT = "You are a helpful assistant."  # what lmms-eval's Qwen3-VL wrapper sends
+THINK_INSTRUCTION = ("\nThink step by step before answering, then finish with "
+                     "\"The answer is\" followed by your final answer.")
+ANSWER_INSTRUCTION = "Based on your reasoning above, give your final answer to the question."
+TRANSFER_TEMPLATE = "Reasoning from another model:\n{context}\n\n{question}"
+
+# Marks where the first stage's own tokens go when the second stage's turn is rendered; never tokenized.
+_SENTINEL = "\u2063MAI_STAGE1\u2063"
+
+
+def user_text(question: str, mode: str, post_prompt: str = "", context: str | None = None,
+              thinking_checkpoint: bool = False) -> str:
+    """The text of the user turn for one prompt mode (images are separate content parts)."""
+    if mode not in ("simple", "think"):
+        raise ValueError(f"unknown prompt mode '{mode}'; choose from: simple, think")
+    text = question + post_prompt
+    if mode == "think" and not thinking_checkpoint:
+        text += THINK_INSTRUCTION
+    if context:
+        text = TRANSFER_TEMPLATE.format(context=context.strip(), question=text)
+    return text
+
+
+def conversation(n_images: int, text: str) -> list[dict]:
+    content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": text}]
+    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+            {"role": "user", "content": content}]
+
+
+def render(processor, n_images: int, text: str, thinking: bool) -> str:
+    """The prompt string up to the assistant's turn, by the processor's chat template."""
+    kwargs = {"enable_thinking": True} if thinking else {}
+    return processor.apply_chat_template(conversation(n_images, text), tokenize=False,
+                                         add_generation_prompt=True, **kwargs)
+
+
+def second_stage_suffix(processor, n_images: int, first_text: str, post_prompt: str,
+                        thinking: bool) -> str:
+    """Text that follows the first stage's generated tokens in the second stage's prompt.
+
+    The first stage's tokens stay as generated (re-tokenizing their text could split differently and
+    break the cache), so only what the template puts after them is rendered: the end of the
+    assistant turn, the answer request, and the new assistant turn.
+    """
+    messages = conversation(n_images, first_text) + [
+        {"role": "assistant", "content": [{"type": "text", "text": _SENTINEL}]},
+        {"role": "user", "content": [{"type": "text", "text": ANSWER_INSTRUCTION + post_prompt}]},
+    ]
+    full = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return full.split(_SENTINEL, 1)[1]
