@@ -1,0 +1,132 @@
+"""The flags every experiment shares, defined once, and the one-line handling of user mistakes.
+
+--preset paper (the default) runs the paper's setting: hub checkpoints and lmms-eval datasets.
+--preset cpu runs tiny random-weight models on synthetic data in minutes on a laptop CPU: it checks
+the machinery end to end; its numbers are not the paper's.
+An experiment gives each preset its defaults; any flag the user passes wins over them.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from mai import MaiError
+
+PAPER_MODELS = ("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-8B-Instruct")
+PAPER_BENCHMARKS = ("chartqa", "pope", "infovqa", "realworldqa", "mmbench")
+CPU_MODELS = ("tiny-small", "tiny-large")
+CPU_BENCHMARKS = ("synth-chartqa", "synth-pope")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Preset:
+    models: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    limit: int | None
+    extra: dict = dataclasses.field(default_factory=dict)  # experiment-specific flag defaults
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _data_files(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise MaiError(f"--data-files wants BENCHMARK=PATH (a parquet file or glob), got '{item}'")
+        out[name] = path
+    return out
+
+
+def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(presets), default="paper",
+                   help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
+                        "data, minutes on a CPU (numbers are NOT the paper's)")
+    p.add_argument("--models", type=_csv, help="comma-separated hub ids, local checkpoint paths or "
+                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b)")
+    p.add_argument("--benchmarks", type=_csv, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
+                   "mmbench, synth-chartqa, synth-pope")
+    p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
+    p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
+                   help="read a benchmark from local parquet files in the hub schema instead of the hub")
+    p.add_argument("--out", default="runs", help="runs directory (default: runs)")
+    p.add_argument("--run-name", help="run directory name (default: the preset); the same name resumes")
+    p.add_argument("--wandb", default="auto", choices=["auto", "online", "offline", "disabled"],
+                   help="auto: online if logged in, else offline (default)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    p.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16, fp32")
+    p.add_argument("--attn", default="sdpa", help="attention implementation: sdpa, eager, flash_attention_2")
+    p.add_argument("--max-pixels", type=int, help="image processor's max_pixels (default: lmms-eval's)")
+    p.add_argument("--report-dir", default=str(REPO_ROOT),
+                   help="where paper_tables/ and figures/ are written (default: the repository)")
+    return p
+
+
+def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> argparse.Namespace:
+    """Parse, then fill every flag the user left out from the chosen preset."""
+    args = p.parse_args(argv)
+    preset = presets[args.preset]
+    args.models = args.models or list(preset.models)
+    args.benchmarks = args.benchmarks or list(preset.benchmarks)
+    if args.limit is None:
+        args.limit = preset.limit
+    for key, value in preset.extra.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    args.run_name = args.run_name or args.preset
+    args.data_files = _data_files(args.data_files)
+    if args.limit is not None and args.limit <= 0:
+        raise MaiError("--limit must be a positive number of examples")
+    return args
+
+
+def run(main: Callable[[], object]) -> None:
+    """Call an experiment's main(): a user mistake becomes one line and exit code 2, not a traceback."""
+    try:
+        main()
+    except MaiError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
+        sys.exit(130)
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+
+
+def open_run(experiment: str, args: argparse.Namespace, **extra):
+    """The run directory (config.json with provenance) and its W&B run, for one experiment invocation."""
+    from mai.results import RunStore, provenance
+    from mai.tracking import Tracker
+
+    config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "wandb", "report_dir")}
+    config.update(extra, experiment=experiment, provenance=provenance(args.device))
+    store = RunStore(args.out, experiment, args.run_name, config)
+    tracker = Tracker(args.wandb, store.dir, name=f"{experiment}/{args.run_name}", group=experiment,
+                      config=config)
+    return store, tracker
+
+
+def pixel_kwargs(args: argparse.Namespace) -> dict:
+    """Image-size flags for load_model; the lower bound follows a max below lmms-eval's minimum."""
+    from mai.models import MIN_PIXELS
+
+    if not getattr(args, "max_pixels", None):
+        return {}
+    return dict(max_pixels=args.max_pixels, min_pixels=min(MIN_PIXELS, args.max_pixels))
+
+
+def json_dump(obj) -> str:
+    import json
+
+    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
