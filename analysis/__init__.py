@@ -1,0 +1,1 @@
+"""Results to tables and figures: nothing here loads a model."""

@@ -1,0 +1,98 @@
+"""Shared pieces of every table and figure: reading a run, aggregating rows, writing Markdown/LaTeX/PNG.
+
+Outputs of a non-paper preset carry the preset in their file name (table7_prompt_modes.cpu.md), so a
+CPU check never overwrites a paper-preset table, and every table opens with what produced its numbers.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from mai import metrics
+from mai.data import get_benchmark
+from mai.results import CONFIG, read_rows
+
+
+def load_run(run_dir) -> tuple[dict, list[dict], dict]:
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / CONFIG).read_text())
+    models_path = run_dir / "models.json"
+    described = json.loads(models_path.read_text()) if models_path.exists() else {}
+    return config, read_rows(run_dir), described
+
+
+def suffix(config: dict) -> str:
+    preset = config.get("preset", "paper")
+    return "" if preset == "paper" else f".{preset}"
+
+
+def provenance_note(config: dict, described: dict) -> str:
+    """One line saying what produced the numbers: weights, data, device."""
+    random = sorted(label for label, d in described.items() if d.get("random_weights"))
+    real = sorted(label for label, d in described.items() if not d.get("random_weights"))
+    weights = []
+    if random:
+        weights.append(f"RANDOM weights ({', '.join(random)})")
+    if real:
+        weights.append(f"real checkpoints ({', '.join(real)})")
+    benches = config.get("benchmarks", [])
+    synthetic = [b for b in benches if get_benchmark(b).synthetic]
+    data = "SYNTHETIC data" if synthetic and len(synthetic) == len(benches) else "benchmark data"
+    prov = config.get("provenance", {})
+    device = prov.get("gpu") or f"CPU ({prov.get('cpu_count')} cores)"
+    limit = config.get("limit")
+    sample = f", {limit} examples per benchmark" if limit else ""
+    note = (f"Produced by preset '{config.get('preset')}': {' and '.join(weights) or 'unknown weights'}, "
+            f"{data}{sample}, on {device}; commit {str(prov.get('git_commit'))[:10]}.")
+    if random or synthetic:
+        note += " These numbers check the machinery; they are not the paper's."
+    return note
+
+
+def accuracy(rows: list[dict]) -> float | None:
+    """The benchmark's headline score (in %) over rows without errors."""
+    ok = [r for r in rows if not r.get("error")]
+    if not ok:
+        return None
+    metric = get_benchmark(ok[0]["benchmark"]).metric
+    return 100.0 * metrics.aggregate(metric, ok)[metrics.HEADLINE[metric]]
+
+
+def summarize(rows: list[dict], by=("benchmark", "model", "mode")) -> pd.DataFrame:
+    """One line per group: n, errors, accuracy (%), mean output tokens, mean latency (s)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+    records = []
+    for key, group in sorted(groups.items()):
+        ok = [r for r in group if not r.get("error")]
+        records.append(dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=accuracy(group),
+                            output_tokens=_mean([r["output_tokens"] for r in ok]),
+                            latency_s=_mean([r["latency"] for r in ok])))
+    return pd.DataFrame.from_records(records, columns=[*by, "n", "errors", "accuracy", "output_tokens",
+                                                       "latency_s"])
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+def write_table(df: pd.DataFrame, report_dir, name: str, config: dict, note: str, caption: str,
+                floatfmt: str = ".2f") -> list[Path]:
+    """paper_tables/<name><suffix>.md and .tex, each opening with what produced it."""
+    out = Path(report_dir) / "paper_tables"
+    out.mkdir(parents=True, exist_ok=True)
+    md_path, tex_path = (out / f"{name}{suffix(config)}{ext}" for ext in (".md", ".tex"))
+    md_path.write_text(f"# {caption}\n\n{note}\n\n"
+                       + df.to_markdown(index=False, floatfmt=floatfmt, missingval="-") + "\n")
+    tex_path.write_text(df.to_latex(index=False, float_format=lambda v: format(v, floatfmt), na_rep="-",
+                                    caption=f"{caption}. {note}", label=f"tab:{name}", escape=True))
+    return [md_path, tex_path]
+
+
+def figure_path(report_dir, name: str, config: dict) -> Path:
+    out = Path(report_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    return out / f"{name}{suffix(config)}.png"

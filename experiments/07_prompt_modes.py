@@ -1,0 +1,61 @@
+"""Table 7: accuracy, mean output tokens and latency of Qwen3-VL 2B/4B/8B with the Simple (S) and the
+Think (R) prompt, on ChartQA, POPE, InfoVQA, RealWorldQA and MMBench.
+
+    python experiments/07_prompt_modes.py                  # the paper's setting (GPU, hub access)
+    python experiments/07_prompt_modes.py --preset cpu     # tiny random models, synthetic data, CPU
+
+Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, paper_tables/table7_prompt_modes*.{md,tex}
+and figures/table7_prompt_modes*.png. Running the same command again resumes.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis import table07  # noqa: E402
+from mai import cli, models  # noqa: E402
+from mai.data import load_benchmark  # noqa: E402
+from mai.evaluate import evaluate_model  # noqa: E402
+from mai.generation import HFGenerator  # noqa: E402
+
+EXPERIMENT = "07_prompt_modes"
+PRESETS = {
+    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
+    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
+                                                                         max_pixels=128 * 128)),
+}
+
+
+def main(argv=None):
+    p = cli.parser(__doc__, PRESETS)
+    p.add_argument("--modes", type=cli._csv, default=["simple", "think"], help="prompt modes (simple,think)")
+    p.add_argument("--think-tokens", type=int, help="max new tokens with the Think prompt (paper: 1024)")
+    p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    args = cli.parse(p, PRESETS, argv)
+    examples = [ex for name in args.benchmarks
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    store, tracker = cli.open_run(EXPERIMENT, args)
+    described = {}
+    for spec in args.models:
+        model = models.load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
+                                  seed=args.seed, **cli.pixel_kwargs(args))
+        described[model.label] = model.describe()
+        (store.dir / "models.json").write_text(cli.json_dump(described))
+        evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,
+                       args.think_tokens, args.simple_tokens)
+        models.free(model)
+    outputs = table07.build(store.dir, args.report_dir)
+    tracker.log_table("results", store.rows())
+    tracker.summary(outputs["summary"])
+    for fig in outputs["figures"]:
+        tracker.log_image(Path(fig).stem, fig)
+    tracker.finish()
+    print("\n" + outputs["markdown"])
+    print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
+          f"figures: {', '.join(map(str, outputs['figures']))}")
+
+
+if __name__ == "__main__":
+    cli.run(main)
