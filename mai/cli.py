@@ -126,7 +126,70 @@ def pixel_kwargs(args: argparse.Namespace) -> dict:
     return dict(max_pixels=args.max_pixels, min_pixels=min(MIN_PIXELS, args.max_pixels))
 
 
-def json_dump(obj) -> str:
-    import json
+def add_cascade_flags(p: argparse.ArgumentParser) -> None:
+    """Flags of the MAI cascade, shared by every script that runs it."""
+    g = p.add_argument_group("MAI cascade")
+    g.add_argument("--small", help="the small model (default: the preset's)")
+    g.add_argument("--large", help="the large model (default: the preset's)")
+    g.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
+    g.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    g.add_argument("--answer-tokens", type=int, default=16, help="max new tokens of the second-stage answer")
+    g.add_argument("--verify", default="answer", choices=["answer", "reasoning"],
+                   help="verify with the two-stage answer (default) or with the answer read off the reasoning")
+    g.add_argument("--transfer", default="full", choices=["full", "sparse"], help="reasoning transfer")
+    g.add_argument("--sparse-layer", type=int, help="layer whose attention ranks the reasoning (sparse)")
+    g.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (sparse)")
+    g.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation (sparse)")
+    g.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"],
+                   help="attention-sink handling (sparse)")
+    g.add_argument("--query", default="answer", choices=["answer", "reasoning_end"],
+                   help="whose attention ranks the reasoning: the answer position (default) or the last "
+                        "reasoning token")
 
-    return json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
+
+def cascade_config(args: argparse.Namespace):
+    from mai.attention import SparseOptions
+    from mai.cascade import CascadeConfig
+
+    sparse = None
+    if args.transfer == "sparse":
+        if args.sparse_layer is None:
+            raise MaiError("--transfer sparse needs --sparse-layer L (the paper uses L10-L14 of the 2B)")
+        if not 0 < args.delta <= 1:
+            raise MaiError(f"--delta must lie in (0, 1], got {args.delta}")
+        sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink)
+    return CascadeConfig(think_tokens=args.think_tokens, answer_tokens=args.answer_tokens, verify=args.verify,
+                         transfer=args.transfer, sparse=sparse, query=args.query)
+
+
+def load(spec: str, args: argparse.Namespace, store=None, described: dict | None = None):
+    """load_model with the run's flags; records what the model is in the run's models.json."""
+    from mai.models import load_model
+
+    model = load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
+                       seed=args.seed, **pixel_kwargs(args))
+    if store is not None and described is not None:
+        described[model.label] = model.describe()
+        store.write_json("models.json", described)
+    return model
+
+
+def check_sparse_layer(config, small_model) -> None:
+    if config.sparse is None:
+        return
+    n_layers = small_model.model.config.text_config.num_hidden_layers
+    if not 0 <= config.sparse.layer < n_layers:
+        raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
+                       f"0..{n_layers - 1}")
+
+
+def finish(store, tracker, outputs: dict) -> None:
+    """Log a run's rows, summary and figures to W&B, close it, and print where everything went."""
+    tracker.log_table("results", store.rows())
+    tracker.summary(outputs["summary"])
+    for fig in outputs["figures"]:
+        tracker.log_image(Path(fig).stem, fig)
+    tracker.finish()
+    print("\n" + outputs["markdown"])
+    print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
+          f"figures: {', '.join(map(str, outputs['figures']))}")

@@ -1,7 +1,9 @@
-"""Run one model over benchmark examples in given prompt modes, one result row per (example, model, mode).
+"""Run systems (a model with a prompt mode, or the whole cascade) over benchmark examples, one row each.
 
-Rows are written as they complete; rows already in the run are skipped (resume). A failing example
-(unreadable image, empty question, generation error) becomes an error row and the loop goes on.
+A system is a function (example, benchmark, images) -> dict holding at least "text" (the raw answer);
+usually Result.summary() or a cascade trace. Rows are scored, written as they complete, and skipped
+when already in the run (resume). A failing example (unreadable image, empty question, generation
+error) becomes an error row and the loop goes on.
 """
 from __future__ import annotations
 
@@ -15,30 +17,32 @@ from mai.data import Benchmark, Example, get_benchmark
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
 
+System = Callable[[Example, Benchmark, list], dict]
 
-def base_row(key: str, example: Example, model: str, mode: str) -> dict:
-    return dict(key=key, example_id=example.id, benchmark=example.benchmark, model=model, mode=mode,
+
+def base_row(key: str, example: Example, fields: dict) -> dict:
+    return dict(key=key, example_id=example.id, benchmark=example.benchmark, **fields,
                 question=example.question, references=list(example.references), meta=example.meta)
 
 
-def result_row(key: str, example: Example, bench: Benchmark, model: str, mode: str, result: Result,
-               **extra) -> dict:
-    """A scored row: the raw text, the extracted answer, the example's score, tokens and stage times."""
-    row = base_row(key, example, model, mode)
-    row.update(result.summary())
+def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, output: dict) -> dict:
+    """A row: the raw text as prediction, the extracted answer, the example's score, and the output's
+    tokens, stage times and anything else it carries (a cascade's route and trace)."""
+    row = base_row(key, example, fields)
+    row.update(output)
     row["prediction"] = row.pop("text")
     row["answer"] = metrics.extract_answer(row["prediction"], bench.metric)
     row["score"] = metrics.score(bench.metric, row["prediction"], list(example.references),
                                  question=example.question)
     row["error"] = None
-    row.update(extra)
     return row
 
 
-def error_row(key: str, example: Example, model: str, mode: str, err: BaseException) -> dict:
-    row = base_row(key, example, model, mode)
+def error_row(key: str, example: Example, fields: dict, err: BaseException) -> dict:
+    row = base_row(key, example, fields)
     row["error"] = f"{type(err).__name__}: {err}".strip()
     row["score"] = None
+    row["traceback"] = traceback.format_exc(limit=3)
     return row
 
 
@@ -52,32 +56,84 @@ def check_example(example: Example) -> list:
 def request_for(example: Example, bench: Benchmark, images: list, mode: str, think_tokens: int,
                 simple_tokens: int | None = None, **kw) -> Request:
     """simple_tokens caps lmms-eval's per-benchmark length (the CPU preset's random models rarely stop)."""
-    max_new = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens) if mode == "simple" else think_tokens
+    max_new = (min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens) if mode == "simple"
+               else think_tokens)
     return Request(question=example.question, images=images, mode=mode, post_prompt=bench.post_prompt,
                    max_new_tokens=max_new, **kw)
 
 
-def evaluate_model(store: RunStore, generate: Callable[[Request], Result], model: str,
-                   examples: Iterable[Example], modes: Iterable[str], think_tokens: int,
-                   simple_tokens: int | None = None, on_row: Callable[[dict], None] | None = None) -> int:
-    """Run `generate` on every pending (example, mode); returns how many rows were written."""
-    todo = [(ex, mode) for ex in examples for mode in modes
-            if not store.done(row_key(ex.id, model, mode))]
+def prompt_system(generate: Callable[[Request], Result], mode: str, think_tokens: int,
+                  simple_tokens: int | None = None, **request_kw) -> System:
+    """One model answering with one prompt mode."""
+    def run(example, bench, images):
+        return generate(request_for(example, bench, images, mode, think_tokens, simple_tokens,
+                                    **request_kw)).summary()
+    return run
+
+
+def run_systems(store: RunStore, systems: list[tuple[dict, System]], examples: Iterable[Example],
+                desc: str = "", on_row: Callable[[dict], None] | None = None) -> int:
+    """Every pending (example, system); `fields` (e.g. {"model": "2B", "mode": "simple"}) name the system
+    in its rows and keys. Returns how many rows were written."""
+    todo = [(ex, fields, fn) for ex in examples for fields, fn in systems
+            if not store.done(row_key(ex.id, *fields.values()))]
     written = 0
-    for ex, mode in tqdm(todo, desc=f"{model}", unit="call", leave=False):
-        key = row_key(ex.id, model, mode)
+    for ex, fields, fn in tqdm(todo, desc=desc, unit="row", leave=False):
+        key = row_key(ex.id, *fields.values())
         bench = get_benchmark(ex.benchmark)
         try:
-            images = check_example(ex)
-            result = generate(request_for(ex, bench, images, mode, think_tokens, simple_tokens))
-            row = result_row(key, ex, bench, model, mode, result)
+            row = scored_row(key, ex, bench, fields, fn(ex, bench, check_example(ex)))
         except Exception as err:  # one bad example must not end a long run
-            if isinstance(err, (KeyboardInterrupt, MemoryError)):
-                raise
-            row = error_row(key, ex, model, mode, err)
-            row["traceback"] = traceback.format_exc(limit=3)
+            row = error_row(key, ex, fields, err)
         store.append(row)
         written += 1
         if on_row:
             on_row(row)
     return written
+
+
+def evaluate_model(store: RunStore, generate: Callable[[Request], Result], model: str,
+                   examples: Iterable[Example], modes: Iterable[str], think_tokens: int,
+                   simple_tokens: int | None = None) -> int:
+    """One model in several prompt modes (Table 7's rows)."""
+    systems = [({"model": model, "mode": mode}, prompt_system(generate, mode, think_tokens, simple_tokens))
+               for mode in modes]
+    return run_systems(store, systems, examples, desc=model)
+
+
+def _with_roles(summary: dict, role: str) -> dict:
+    """A single model's output, with its tokens also under its role (tables compare systems per role)."""
+    other = "large" if role == "small" else "small"
+    return {**summary, f"{role}_output_tokens": summary["output_tokens"], f"{other}_output_tokens": 0}
+
+
+def model_system(generate, role: str, mode: str, think_tokens: int, simple_tokens: int | None = None) -> System:
+    """A baseline: one model (the small or the large one) with one prompt mode."""
+    inner = prompt_system(generate, mode, think_tokens, simple_tokens)
+    return lambda example, bench, images: _with_roles(inner(example, bench, images), role)
+
+
+def transfer_system(small, large, think_tokens: int, simple_tokens: int | None = None) -> System:
+    """Full reasoning transfer without verification: the small model reasons, the large model answers with
+    the Simple prompt and that reasoning prepended (Table 8's '8B-S + 2B reasoning', Table 10's Full RT)."""
+    def run(example, bench, images):
+        thought = small.generate(request_for(example, bench, images, "think", think_tokens))
+        final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
+                                           context=thought.text))
+        times = {k: thought.times[k] + final.times[k] for k in final.times}
+        return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
+                    small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
+                    times=times, latency=thought.latency + final.latency, reasoning=thought.text)
+    return run
+
+
+def cascade_system(cascade, simple_tokens: int | None = None) -> System:
+    """MAI: the cascade's answer, route, per-role totals and full trace."""
+    def run(example, bench, images):
+        max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
+        trace = cascade.answer(example.question, images, bench.metric, bench.post_prompt, max_simple)
+        d = trace.to_dict()
+        return dict(text=d.pop("prediction"), route=d.pop("route"), **{k: v for k, v in d.items()
+                                                                          if k not in ("answer", "calls")},
+                    output_tokens=d["large_output_tokens"], trace=d["calls"])
+    return run

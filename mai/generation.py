@@ -47,7 +47,9 @@ class Result:
     mm_token_type_ids: torch.Tensor | None = dataclasses.field(default=None, repr=False)
     cache: Any = dataclasses.field(default=None, repr=False)
     rope_deltas: torch.Tensor | None = dataclasses.field(default=None, repr=False)
+    vision_inputs: dict | None = dataclasses.field(default=None, repr=False)  # pixel_values, image_grid_thw
     first_text: str = ""  # the user text of the first stage, for rendering the second
+    stats: dict | None = None  # backend-specific counts, e.g. speculative decoding's draft acceptance
 
     @property
     def latency(self) -> float:
@@ -55,9 +57,12 @@ class Result:
 
     def summary(self) -> dict:
         """The JSON-serialisable part, as stored in results rows and traces."""
-        return dict(text=self.text, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                    cached_tokens=self.cached_tokens, times={k: round(v, 6) for k, v in self.times.items()},
-                    latency=round(self.latency, 6))
+        out = dict(text=self.text, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                   cached_tokens=self.cached_tokens, times={k: round(v, 6) for k, v in self.times.items()},
+                   latency=round(self.latency, 6))
+        if self.stats is not None:
+            out["stats"] = self.stats
+        return out
 
 
 def _sync(device: torch.device) -> None:
@@ -104,6 +109,13 @@ class HFGenerator:
     def __init__(self, loaded: LoadedModel, seed: int = 0):
         self.loaded, self.seed = loaded, seed
 
+    def reasoning_ids(self, first: Result) -> torch.Tensor:
+        """The first stage's generated tokens without a closing eos: [n]."""
+        new = first.sequence[0, first.input_tokens:]
+        if new.numel() and int(new[-1]) in self.loaded.eos_token_ids:
+            new = new[:-1]
+        return new
+
     def _inputs(self, request: Request) -> tuple[dict, str, int]:
         """Processor inputs for a fresh prompt, its user text, and the count of reused tokens."""
         lm = self.loaded
@@ -113,9 +125,8 @@ class HFGenerator:
                 raise ValueError("mode 'answer' continues a first stage: pass reuse=<Result with keep_cache>")
             suffix = prompts.second_stage_suffix(lm.processor, len(request.images), first.first_text,
                                                  request.post_prompt, lm.thinking)
-            sequence = first.sequence
-            if int(sequence[0, -1]) in lm.eos_token_ids:  # the template's suffix closes the turn again
-                sequence = sequence[:, :-1]
+            # A closing eos is dropped: the template's suffix closes the turn itself.
+            sequence = first.sequence[:, : first.input_tokens + len(self.reasoning_ids(first))]
             suffix_ids = lm.tokenizer(suffix, add_special_tokens=False, return_tensors="pt").input_ids
             input_ids = torch.cat([sequence.cpu(), suffix_ids], dim=1)
             mm = torch.cat([first.mm_token_type_ids[:, : sequence.shape[1]].cpu(),
@@ -128,6 +139,11 @@ class HFGenerator:
                                 thinking=lm.thinking and request.mode == "think")
         inputs = lm.processor(text=[prompt], images=request.images or None, return_tensors="pt")
         return dict(inputs), text, 0
+
+    def _decode(self, inputs: dict, kwargs: dict, config: GenerationConfig, clock: LogitsProcessor):
+        """The generate call itself; a subclass changes how tokens are decoded (mai.speculative)."""
+        return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
+                                          logits_processor=LogitsProcessorList([clock]))
 
     @torch.inference_mode()
     def generate(self, request: Request) -> Result:
@@ -156,8 +172,7 @@ class HFGenerator:
         clock = _Clock(dev)
         vision = _VisionTimer(lm.model.model.visual, dev)
         try:
-            out = lm.model.generate(**inputs, **kwargs, generation_config=config,
-                                    logits_processor=LogitsProcessorList([clock]))
+            out = self._decode(inputs, kwargs, config, clock)
         finally:
             vision.remove()
         _sync(dev)
@@ -177,4 +192,5 @@ class HFGenerator:
                 [inputs["mm_token_type_ids"], torch.zeros_like(new)[None]], dim=1)
             result.cache = out.cache
             result.rope_deltas = lm.model.model.rope_deltas
+            result.vision_inputs = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
         return result

@@ -245,6 +245,17 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
                        random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype)
 
 
+def memory_report() -> dict:
+    """Peak memory of this process so far: the GPU allocator's peak, or the CPU resident-set peak."""
+    import resource
+
+    out = {"peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}  # Linux: KiB
+    if torch.cuda.is_available():
+        out["cuda_peak_allocated_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        out["cuda_peak_reserved_gib"] = torch.cuda.max_memory_reserved() / 2**30
+    return out
+
+
 def free(loaded: LoadedModel | None) -> None:
     """Drop a model and return its memory before the next one is built."""
     if loaded is None:

@@ -111,6 +111,10 @@ class RunStore:
     def pending(self, keys: Iterable[str]) -> list[str]:
         return [k for k in keys if k not in self._keys]
 
+    def write_json(self, name: str, obj) -> None:
+        """A side file of the run (models.json, memory.json), rewritten whole."""
+        (self.dir / name).write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
 
 def read_rows(run_dir: str | os.PathLike) -> list[dict]:
     """Rows of a finished or partial run, for analysis (no model needed)."""
