@@ -60,22 +60,25 @@ def accuracy(rows: list[dict]) -> float | None:
     return 100.0 * metrics.aggregate(metric, ok)[metrics.HEADLINE[metric]]
 
 
-def summarize(rows: list[dict], by=("benchmark", "model", "mode")) -> pd.DataFrame:
-    """One line per group: n, errors, accuracy (%), mean output tokens, mean latency (s)."""
+def summarize(rows: list[dict], by=("benchmark", "model", "mode"),
+              means=(("output_tokens", "output_tokens"), ("latency_s", "latency")), order=None) -> pd.DataFrame:
+    """One line per group: n, errors, accuracy (%), and the mean of each (column, row field) in `means`
+    over rows without errors. `order` sorts the groups (a key function of the group's values)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+        groups.setdefault(tuple(r.get(k) for k in by), []).append(r)
     records = []
-    for key, group in sorted(groups.items()):
+    for key, group in sorted(groups.items(), key=lambda kv: order(kv[0]) if order else kv[0]):
         ok = [r for r in group if not r.get("error")]
-        records.append(dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=accuracy(group),
-                            output_tokens=_mean([r["output_tokens"] for r in ok]),
-                            latency_s=_mean([r["latency"] for r in ok])))
-    return pd.DataFrame.from_records(records, columns=[*by, "n", "errors", "accuracy", "output_tokens",
-                                                       "latency_s"])
+        rec = dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=accuracy(group))
+        for column, field in means:
+            rec[column] = mean([r.get(field) for r in ok])
+        records.append(rec)
+    return pd.DataFrame.from_records(records, columns=[*by, "n", "errors", "accuracy", *(c for c, _ in means)])
 
 
-def _mean(values):
+def mean(values):
+    values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
 
 
@@ -85,6 +88,7 @@ def write_table(df: pd.DataFrame, report_dir, name: str, config: dict, note: str
     out = Path(report_dir) / "paper_tables"
     out.mkdir(parents=True, exist_ok=True)
     md_path, tex_path = (out / f"{name}{suffix(config)}{ext}" for ext in (".md", ".tex"))
+    df = df.astype(object).where(df.notna(), None)  # missing values print as "-", not "nan"
     md_path.write_text(f"# {caption}\n\n{note}\n\n"
                        + df.to_markdown(index=False, floatfmt=floatfmt, missingval="-") + "\n")
     tex_path.write_text(df.to_latex(index=False, float_format=lambda v: format(v, floatfmt), na_rep="-",

@@ -39,22 +39,12 @@ def main(argv=None):
     store, tracker = cli.open_run(EXPERIMENT, args)
     described = {}
     for spec in args.models:
-        model = models.load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
-                                  seed=args.seed, **cli.pixel_kwargs(args))
-        described[model.label] = model.describe()
-        (store.dir / "models.json").write_text(cli.json_dump(described))
+        model = cli.load(spec, args, store, described)
         evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,
                        args.think_tokens, args.simple_tokens)
         models.free(model)
     outputs = table07.build(store.dir, args.report_dir)
-    tracker.log_table("results", store.rows())
-    tracker.summary(outputs["summary"])
-    for fig in outputs["figures"]:
-        tracker.log_image(Path(fig).stem, fig)
-    tracker.finish()
-    print("\n" + outputs["markdown"])
-    print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
-          f"figures: {', '.join(map(str, outputs['figures']))}")
+    cli.finish(store, tracker, outputs)
 
 
 if __name__ == "__main__":

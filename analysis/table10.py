@@ -1,0 +1,95 @@
+"""Table 10 from a 10_mai run: accuracy, route fractions, tokens per model, latency and speedup over L-R.
+
+    python -m analysis.table10 runs/10_mai/cpu
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis import paper_numbers, report  # noqa: E402
+from mai.cascade import ROUTES  # noqa: E402
+
+NAME = "table10_mai"
+_ORDER = ("large-S", "large-R", "small-R", "Full RT", "MAI")  # the systems of experiments/10_mai.py
+
+
+def summarize(rows: list[dict]) -> pd.DataFrame:
+    df = report.summarize(rows, by=("benchmark", "system", "kind"),
+                          means=(("small_tokens", "small_output_tokens"), ("large_tokens", "large_output_tokens"),
+                                 ("latency_s", "latency")),
+                          order=lambda key: (key[0], _ORDER.index(key[2]) if key[2] in _ORDER else len(_ORDER)))
+    # Route fractions: MAI only.
+    for route in ROUTES:
+        df[f"route_{route}"] = None
+    for i, r in df[df.kind == "MAI"].iterrows():
+        ok = [x for x in rows if x["benchmark"] == r.benchmark and x.get("kind") == "MAI" and not x.get("error")]
+        for route in ROUTES:
+            df.at[i, f"route_{route}"] = sum(x.get("route") == route for x in ok) / len(ok) if ok else None
+    # Speedup over the large model with its reasoning prompt (the paper's reference), per benchmark.
+    df["speedup_vs_R"] = None
+    for _, part in df.groupby("benchmark"):
+        ref = part[part.kind == "large-R"]
+        if len(ref) and ref.latency_s.iloc[0]:
+            df.loc[part.index, "speedup_vs_R"] = ref.latency_s.iloc[0] / part.latency_s
+    return df.drop(columns=["kind"])
+
+
+def build(run_dir, report_dir) -> dict:
+    config, rows, described = report.load_run(run_dir)
+    note = report.provenance_note(config, described)
+    memory_path = Path(run_dir) / "memory.json"
+    if memory_path.exists():
+        mem = json.loads(memory_path.read_text())
+        note += " Peak memory with both models: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(mem.items())) + "."
+    df = summarize(rows)
+    if "chartqa" in set(df.benchmark):
+        df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get(s) if b == "chartqa" else None
+                                for b, s in zip(df.benchmark, df.system)]
+    tables = report.write_table(df, report_dir, NAME, config, note,
+                                "Table 10: MAI against single-model baselines and Full reasoning transfer")
+    fig = report.figure_path(report_dir, NAME, config)
+    _plot(df, fig, note)
+    summary = {}
+    for _, r in df.iterrows():
+        for col in ("accuracy", "latency_s", "speedup_vs_R", *[f"route_{x}" for x in ROUTES]):
+            if r[col] is not None and r[col] == r[col]:
+                summary[f"{r.benchmark}/{r.system}/{col}"] = float(r[col])
+    return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+
+
+def _plot(df: pd.DataFrame, path: Path, note: str) -> None:
+    """Latency against accuracy per system (left), MAI's route fractions per benchmark (right)."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for system, part in df.groupby("system"):
+        ax.scatter(part.latency_s, part.accuracy.fillna(0), label=system, s=50)
+    ax.set(xlabel="mean latency per query (s)", ylabel="accuracy (%)", title="systems")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    mai = df[df.system == "MAI"]
+    bottom = [0.0] * len(mai)
+    for route in ROUTES:
+        values = mai[f"route_{route}"].fillna(0).tolist()
+        ax2.bar(mai.benchmark, values, bottom=bottom, label=route)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax2.set(ylabel="fraction of queries", title="MAI routes", ylim=(0, 1))
+    ax2.legend(fontsize=8)
+    fig.suptitle(note, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir")
+    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
+    a = ap.parse_args()
+    print(build(a.run_dir, a.report_dir)["markdown"])

@@ -1,0 +1,67 @@
+"""Table 8: reasoning transfer. 2B-R, 4B-S, 8B-S, and 8B-S with the 2B's reasoning prepended to its Simple
+prompt, on the benchmarks (the paper: transfer beats 8B-S on 4 of 6 tasks).
+
+    python experiments/08_reasoning_transfer.py                  # paper: Qwen3-VL 2B, 4B, 8B; GPU, hub
+    python experiments/08_reasoning_transfer.py --preset cpu     # tiny random models, synthetic data
+
+Writes runs/08_reasoning_transfer/<run>/, paper_tables/table8_reasoning_transfer*.{md,tex} and
+figures/table8_reasoning_transfer*.png; resumes.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis import table08  # noqa: E402
+from mai import cli  # noqa: E402
+from mai.data import load_benchmark  # noqa: E402
+from mai.evaluate import model_system, run_systems, transfer_system  # noqa: E402
+from mai.generation import HFGenerator  # noqa: E402
+
+EXPERIMENT = "08_reasoning_transfer"
+PRESETS = {
+    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
+                        extra=dict(small=cli.PAPER_MODELS[0], mid=cli.PAPER_MODELS[1], large=cli.PAPER_MODELS[2],
+                                   think_tokens=1024)),
+    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
+                      extra=dict(small="tiny-small", mid="", large="tiny-large", think_tokens=32, simple_tokens=8,
+                                 max_pixels=128 * 128)),
+}
+
+
+def main(argv=None):
+    p = cli.parser(__doc__, PRESETS)
+    p.add_argument("--small", help="the model whose reasoning is transferred (default: the preset's)")
+    p.add_argument("--mid", help="a middle-size model answered with the Simple prompt ('' to skip)")
+    p.add_argument("--large", help="the model that receives the reasoning (default: the preset's)")
+    p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
+    p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    args = cli.parse(p, PRESETS, argv)
+    args.models = [m for m in (args.small, args.mid, args.large) if m]
+    examples = [ex for name in args.benchmarks
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    store, tracker = cli.open_run(EXPERIMENT, args)
+
+    described = {}
+    small = HFGenerator(cli.load(args.small, args, store, described), args.seed)
+    large = HFGenerator(cli.load(args.large, args, store, described), args.seed)
+    S, L = small.loaded.label, large.loaded.label
+    think, simple = args.think_tokens, args.simple_tokens
+    systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple))]
+    if args.mid:  # loaded only for its own rows: three models need not share memory
+        mid = HFGenerator(cli.load(args.mid, args, store, described), args.seed)
+        run_systems(store, [({"system": f"{mid.loaded.label}-S", "kind": "mid-S"},
+                             model_system(mid.generate, "large", "simple", think, simple))], examples, desc="mid")
+        del mid
+    systems += [({"system": f"{L}-S", "kind": "large-S"}, model_system(large.generate, "large", "simple", think, simple)),
+                ({"system": f"{L}-S + {S} reasoning", "kind": "transfer"}, transfer_system(small, large, think, simple))]
+    run_systems(store, systems, examples, desc="systems")
+
+    outputs = table08.build(store.dir, args.report_dir)
+    cli.finish(store, tracker, outputs)
+
+
+if __name__ == "__main__":
+    cli.run(main)

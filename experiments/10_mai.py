@@ -1,0 +1,74 @@
+"""Table 10: MAI (2B + 8B) against 8B-S, 8B-R, 2B-R and Full reasoning transfer: accuracy, route fractions,
+mean tokens per model, latency per query and speedup over 8B-R.
+
+    python experiments/10_mai.py                                   # paper: Qwen3-VL 2B + 8B, GPU, hub
+    python experiments/10_mai.py --transfer sparse --sparse-layer 12 --delta 0.8
+    python experiments/10_mai.py --preset cpu                      # tiny random models, synthetic data
+
+Each system answers every example on its own (latency per query at batch size 1, the paper's setting).
+Writes runs/10_mai/<run>/, paper_tables/table10_mai*.{md,tex} and figures/table10_mai*.png; resumes.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis import table10  # noqa: E402
+from mai import MaiError, cli, models  # noqa: E402
+from mai.cascade import Cascade  # noqa: E402
+from mai.data import load_benchmark  # noqa: E402
+from mai.evaluate import cascade_system, model_system, run_systems, transfer_system  # noqa: E402
+from mai.generation import HFGenerator  # noqa: E402
+
+EXPERIMENT = "10_mai"
+SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
+PRESETS = {
+    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
+                        extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
+    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
+                      extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
+                                 max_pixels=128 * 128)),
+}
+
+
+def main(argv=None):
+    p = cli.parser(__doc__, PRESETS)
+    cli.add_cascade_flags(p)
+    p.add_argument("--systems", type=cli._csv, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
+    args = cli.parse(p, PRESETS, argv)
+    args.models = [args.small, args.large]
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown:
+        raise MaiError(f"unknown system(s) {', '.join(sorted(unknown))}; choose from: {', '.join(SYSTEMS)}")
+    config = cli.cascade_config(args)
+    examples = [ex for name in args.benchmarks
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    store, tracker = cli.open_run(EXPERIMENT, args, cascade=config.to_dict())
+
+    described = {}
+    small_model = cli.load(args.small, args, store, described)
+    large_model = cli.load(args.large, args, store, described)
+    cli.check_sparse_layer(config, small_model)
+    small, large = HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
+    S, L = small_model.label, large_model.label
+    think, simple = args.think_tokens, args.simple_tokens
+    builders = {
+        "large-S": lambda: model_system(large.generate, "large", "simple", think, simple),
+        "large-R": lambda: model_system(large.generate, "large", "think", think, simple),
+        "small-R": lambda: model_system(small.generate, "small", "think", think, simple),
+        "Full RT": lambda: transfer_system(small, large, think, simple),
+        "MAI": lambda: cascade_system(Cascade(small, large, config, S, L), simple),
+    }
+    names = {"large-S": f"{L}-S", "large-R": f"{L}-R", "small-R": f"{S}-R", "Full RT": "Full RT", "MAI": "MAI"}
+    systems = [({"system": names[s], "kind": s}, builders[s]()) for s in args.systems]
+    run_systems(store, systems, examples, desc="systems")
+    store.write_json("memory.json", models.memory_report())
+
+    outputs = table10.build(store.dir, args.report_dir)
+    cli.finish(store, tracker, outputs)
+
+
+if __name__ == "__main__":
+    cli.run(main)
