@@ -39,7 +39,10 @@ def provenance_note(config: dict, described: dict) -> str:
         weights.append(f"real checkpoints ({', '.join(real)})")
     benches = config.get("benchmarks", [])
     synthetic = [b for b in benches if get_benchmark(b).synthetic]
-    data = "SYNTHETIC data" if synthetic and len(synthetic) == len(benches) else "benchmark data"
+    if not benches:
+        data = "text questions written into the experiment script"
+    else:
+        data = "SYNTHETIC data" if len(synthetic) == len(benches) else "benchmark data"
     prov = config.get("provenance", {})
     device = prov.get("gpu") or f"CPU ({prov.get('cpu_count')} cores)"
     limit = config.get("limit")

@@ -19,6 +19,7 @@ from mai import cli, models  # noqa: E402
 from mai.data import load_benchmark  # noqa: E402
 from mai.evaluate import evaluate_model  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
+from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "07_prompt_modes"
 PRESETS = {
@@ -28,23 +29,25 @@ PRESETS = {
 }
 
 
-def main(argv=None):
-    p = cli.parser(__doc__, PRESETS)
-    p.add_argument("--modes", type=cli._csv, default=["simple", "think"], help="prompt modes (simple,think)")
+def main(argv=None, doc=__doc__):
+    p = cli.parser(doc, PRESETS)
+    p.add_argument("--modes", type=cli.csv_list, default=["simple", "think"], help="prompt modes (simple,think)")
     p.add_argument("--think-tokens", type=int, help="max new tokens with the Think prompt (paper: 1024)")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     args = cli.parse(p, PRESETS, argv)
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
     store, tracker = cli.open_run(EXPERIMENT, args)
-    described = {}
     for spec in args.models:
-        model = cli.load(spec, args, store, described)
+        if not store.pending(row_key(ex.id, models.model_label(spec), mode) for ex in examples for mode in args.modes):
+            continue  # finished in an earlier invocation: no need to load it
+        model = cli.load(spec, args, store)
         evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,
                        args.think_tokens, args.simple_tokens)
         models.free(model)
     outputs = table07.build(store.dir, args.report_dir)
     cli.finish(store, tracker, outputs)
+    return args
 
 
 if __name__ == "__main__":

@@ -44,14 +44,13 @@ def main(argv=None):
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
     store, tracker = cli.open_run(EXPERIMENT, args)
 
-    described = {}
-    small = HFGenerator(cli.load(args.small, args, store, described), args.seed)
-    large = HFGenerator(cli.load(args.large, args, store, described), args.seed)
+    small = HFGenerator(cli.load(args.small, args, store), args.seed)
+    large = HFGenerator(cli.load(args.large, args, store), args.seed)
     S, L = small.loaded.label, large.loaded.label
     think, simple = args.think_tokens, args.simple_tokens
     systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple))]
     if args.mid:  # loaded only for its own rows: three models need not share memory
-        mid = HFGenerator(cli.load(args.mid, args, store, described), args.seed)
+        mid = HFGenerator(cli.load(args.mid, args, store), args.seed)
         run_systems(store, [({"system": f"{mid.loaded.label}-S", "kind": "mid-S"},
                              model_system(mid.generate, "large", "simple", think, simple))], examples, desc="mid")
         del mid

@@ -56,7 +56,7 @@ def main(argv=None):
     p = cli.parser(__doc__, PRESETS)
     p.add_argument("--small", help="the model whose reasoning is ranked by its attention")
     p.add_argument("--large", help="the model that receives the sparse reasoning")
-    p.add_argument("--layers", type=lambda s: [int(x) for x in cli._csv(s)], help="layers (default: all)")
+    p.add_argument("--layers", type=lambda s: [int(x) for x in cli.csv_list(s)], help="layers (default: all)")
     p.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (paper: 0.8)")
     p.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation")
     p.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"], help="sink handling")
@@ -70,9 +70,8 @@ def main(argv=None):
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
     store, tracker = cli.open_run(EXPERIMENT, args)
-    described = {}
-    small = HFGenerator(cli.load(args.small, args, store, described), args.seed)
-    large = HFGenerator(cli.load(args.large, args, store, described), args.seed)
+    small = HFGenerator(cli.load(args.small, args, store), args.seed)
+    large = HFGenerator(cli.load(args.large, args, store), args.seed)
     n_layers = small.loaded.model.config.text_config.num_hidden_layers
     layers = args.layers or list(range(n_layers))
     think, simple = args.think_tokens, args.simple_tokens

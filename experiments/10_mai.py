@@ -36,7 +36,7 @@ PRESETS = {
 def main(argv=None):
     p = cli.parser(__doc__, PRESETS)
     cli.add_cascade_flags(p)
-    p.add_argument("--systems", type=cli._csv, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
+    p.add_argument("--systems", type=cli.csv_list, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
     args = cli.parse(p, PRESETS, argv)
     args.models = [args.small, args.large]
     unknown = set(args.systems) - set(SYSTEMS)
@@ -47,9 +47,8 @@ def main(argv=None):
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
     store, tracker = cli.open_run(EXPERIMENT, args, cascade=config.to_dict())
 
-    described = {}
-    small_model = cli.load(args.small, args, store, described)
-    large_model = cli.load(args.large, args, store, described)
+    small_model = cli.load(args.small, args, store)
+    large_model = cli.load(args.large, args, store)
     cli.check_sparse_layer(config, small_model)
     small, large = HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
     S, L = small_model.label, large_model.label

@@ -31,7 +31,7 @@ class Preset:
     extra: dict = dataclasses.field(default_factory=dict)  # experiment-specific flag defaults
 
 
-def _csv(text: str) -> list[str]:
+def csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
@@ -50,9 +50,9 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(presets), default="paper",
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's)")
-    p.add_argument("--models", type=_csv, help="comma-separated hub ids, local checkpoint paths or "
+    p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
                    "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b)")
-    p.add_argument("--benchmarks", type=_csv, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
+    p.add_argument("--benchmarks", type=csv_list, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
                    "mmbench, synth-chartqa, synth-pope")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
@@ -162,13 +162,17 @@ def cascade_config(args: argparse.Namespace):
                          transfer=args.transfer, sparse=sparse, query=args.query)
 
 
-def load(spec: str, args: argparse.Namespace, store=None, described: dict | None = None):
+def load(spec: str, args: argparse.Namespace, store=None):
     """load_model with the run's flags; records what the model is in the run's models.json."""
+    import json
+
     from mai.models import load_model
 
     model = load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
                        seed=args.seed, **pixel_kwargs(args))
-    if store is not None and described is not None:
+    if store is not None:
+        path = store.dir / "models.json"
+        described = json.loads(path.read_text()) if path.exists() else {}
         described[model.label] = model.describe()
         store.write_json("models.json", described)
     return model
