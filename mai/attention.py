@@ -83,7 +83,7 @@ class SparseOptions:
 
 # id(attention module) -> the capture that records it. Looked up by the single registered attention
 # function, so several models (or nested captures of one model) can be captured at the same time.
-_TARGETS: dict[int, "AttentionCapture"] = {}
+_TARGETS: dict[int, AttentionCapture] = {}
 
 
 def _capture_attention_forward(module, query, key, value, attention_mask=None, **kwargs):
@@ -228,7 +228,7 @@ class AttentionCapture:
         self.forwards += 1
 
     # -- context -------------------------------------------------------------------------------------
-    def __enter__(self) -> "AttentionCapture":
+    def __enter__(self) -> AttentionCapture:
         if self._active:
             raise RuntimeError("this capture is already active")
         _register_interfaces()
@@ -401,7 +401,16 @@ def sparse_text(tokenizer, token_ids: Sequence[int], kept: Iterable[int], **deco
 
 
 __all__ = [
-    "AttentionCapture", "CAPTURE_IMPLEMENTATION", "HEAD_REDUCTIONS", "MASS_RTOL", "SINK_OPTIONS",
-    "SparseOptions", "capture_attention", "decoder_attention_modules", "mass_fraction",
-    "reasoning_weights", "select_by_mass", "sparse_text",
+    "CAPTURE_IMPLEMENTATION",
+    "HEAD_REDUCTIONS",
+    "MASS_RTOL",
+    "SINK_OPTIONS",
+    "AttentionCapture",
+    "SparseOptions",
+    "capture_attention",
+    "decoder_attention_modules",
+    "mass_fraction",
+    "reasoning_weights",
+    "select_by_mass",
+    "sparse_text",
 ]

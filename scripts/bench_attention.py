@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from mai.attention import capture_attention  # noqa: E402
-from mai.models import ARCHITECTURES, architecture_config, resolve_device, resolve_dtype  # noqa: E402
+from mai.attention import capture_attention
+from mai.models import ARCHITECTURES, architecture_config, resolve_device, resolve_dtype
 
 TARGET_RATIO = 1.10
 

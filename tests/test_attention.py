@@ -25,7 +25,12 @@ from mai.attention import (
     select_by_mass,
     sparse_text,
 )
-from mai.models import IMAGE_TOKEN_ID, VISION_END_ID, VISION_START_ID, architecture_config
+from mai.models import (
+    IMAGE_TOKEN_ID,
+    VISION_END_ID,
+    VISION_START_ID,
+    architecture_config,
+)
 
 TOL = 1e-4
 
