@@ -1,0 +1,244 @@
+"""Tables 3 and 4 from a 03_stage_profiling run: time per stage, and prefill against decode cost per token.
+
+    python -m analysis.table03 runs/03_stage_profiling/cpu
+
+Only timed runs without errors count (warm-up rows are kept in results.jsonl but left out here).
+Per-token costs, per run: prefill seconds / prompt tokens prefilled; decode seconds / (output tokens - 1),
+the first output token being the prefill's. The decode/prefill ratio is the ratio of the two means.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis import report  # noqa: E402
+from mai import MaiError, cli  # noqa: E402
+from mai.generation import STAGES  # noqa: E402
+
+NAME3 = "table3_stage_times"
+NAME4 = "table4_per_token_cost"
+STAGE_NAMES = {"preprocess": "preprocess", "vision": "vision encoder", "prefill": "prefill", "decode": "decode"}
+GIB = 2 ** 30
+_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def read_models(run_dir) -> dict:
+    path = Path(run_dir) / "models.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def per_token(row: dict) -> tuple[float | None, float | None]:
+    """(prefill seconds per prompt token prefilled, decode seconds per output token after the first)."""
+    prefilled = row["input_tokens"] - row.get("cached_tokens", 0)
+    prefill = row["times"]["prefill"] / prefilled if prefilled > 0 else None
+    decode = row["times"]["decode"] / (row["output_tokens"] - 1) if row["output_tokens"] > 1 else None
+    return prefill, decode
+
+
+def timed_runs(rows: list[dict]) -> pd.DataFrame:
+    """One line per timed run without error, in seconds and bytes."""
+    records = []
+    for r in rows:
+        if r.get("warmup") or r.get("error"):
+            continue
+        prefill_tok, decode_tok = per_token(r)
+        records.append(dict(model=r["model"], output_tokens=r["requested_output_tokens"],
+                            generated=r["output_tokens"], input_tokens=r["input_tokens"],
+                            image_tokens=r.get("image_tokens"), **{s: r["times"][s] for s in STAGES},
+                            latency=r["latency"], prefill_per_token=prefill_tok, decode_per_token=decode_tok,
+                            peak_memory=r.get("peak_memory_bytes"), memory_before=r.get("memory_before_bytes")))
+    return pd.DataFrame.from_records(records, columns=[
+        "model", "output_tokens", "generated", "input_tokens", "image_tokens", *STAGES, "latency",
+        "prefill_per_token", "decode_per_token", "peak_memory", "memory_before"])
+
+
+def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std (over timed runs) per model and output length, in the order the models were run."""
+    order = list(dict.fromkeys(runs.model))
+    records = []
+    for (model, n), g in runs.groupby(["model", "output_tokens"], sort=False):
+        rec = dict(model=model, output_tokens=int(n), runs=len(g), input_tokens=g.input_tokens.mean(),
+                   image_tokens=g.image_tokens.mean(), generated=g.generated.mean())
+        for col in (*STAGES, "latency", "prefill_per_token", "decode_per_token"):
+            rec[col], rec[f"{col}_std"] = g[col].mean(), g[col].std()  # std: sample (n - 1); NaN for one run
+        rec["decode_over_prefill"] = rec["decode_per_token"] / rec["prefill_per_token"]
+        rec["peak_memory"] = g.peak_memory.max()
+        rec["peak_over_start"] = (g.peak_memory - g.memory_before).max()
+        records.append(rec)
+    df = pd.DataFrame.from_records(records)
+    if df.empty:
+        return df
+    df["_order"] = df.model.map(order.index)
+    return df.sort_values(["_order", "output_tokens"]).drop(columns="_order").reset_index(drop=True)
+
+
+def _pm(mean, std, scale=1e3, fmt=".1f") -> str:
+    """'12.3 ± 0.4' (ms by default); the std is left out when there is one run."""
+    if mean is None or pd.isna(mean):
+        return "-"
+    text = format(mean * scale, fmt)
+    return text if pd.isna(std) else f"{text} ± {format(std * scale, fmt)}"
+
+
+def note(config: dict, described: dict, rows: list[dict] = ()) -> str:
+    """What produced the numbers: weights, simulated inputs, dtype, device, runs, commit."""
+    random = sorted(label if d.get("spec", label) == label else f"{label}: {d['spec']} shape"
+                    for label, d in described.items() if d.get("random_weights"))
+    real = sorted(label for label, d in described.items() if not d.get("random_weights"))
+    weights = [f"RANDOM weights ({', '.join(random)})"] if random else []
+    weights += [f"real checkpoints ({', '.join(real)})"] if real else []
+    dtypes = sorted({d.get("dtype") for d in described.values()})
+    prov = config.get("provenance", {})
+    threads = sorted({d["torch_threads"] for d in described.values() if d.get("torch_threads")})
+    device = prov.get("gpu") or (f"CPU ({prov.get('cpu_count')} cores"
+                                 + (f", torch threads: {'/'.join(map(str, threads))})" if threads else ")"))
+    text = (f"Produced by preset '{config.get('preset')}': {' and '.join(weights) or 'unknown weights'}, "
+            f"SIMULATED inputs (a random-noise {config.get('image_size')} image, a {config.get('question_tokens')}"
+            f"-token question, output length forced), {'/'.join(map(str, dtypes))}, on {device}; "
+            f"{config.get('warmup')} warm-up + {config.get('runs')} timed runs per setting; "
+            f"commit {str(prov.get('git_commit'))[:10]}.")
+    loads = [r["load_average"] for r in rows if r.get("load_average") is not None and not r.get("warmup")]
+    cores = prov.get("cpu_count") or 1
+    if loads and not prov.get("gpu"):
+        mean = sum(loads) / len(loads)
+        text += f" 1-min load average during timed runs: {mean:.1f} on {cores} cores"
+        # The run itself adds about one unit per torch thread; the rest is other processes on the CPU.
+        others = mean - (max(threads) if threads else cores)
+        text += (f": other processes shared the CPU (~{others:.1f} runnable), so times are inflated."
+                 if others > 0.5 else ".")
+    if random or not prov.get("gpu"):
+        text += " These numbers check the machinery; they are not the paper's."
+    return text
+
+
+def _weights_gib(d: dict) -> float | None:
+    size = _BYTES.get(d.get("dtype"))
+    return d["parameters"] * size / GIB if size and d.get("parameters") else None
+
+
+def table3(agg: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({"model": agg.model, "output tokens": agg.output_tokens, "runs": agg.runs,
+                        "prompt tokens": agg.input_tokens.round().astype(int),
+                        "image tokens": agg.image_tokens.round().astype(int)})
+    for col in (*STAGES, "latency"):
+        out[f"{STAGE_NAMES.get(col, 'total')} (ms)"] = [_pm(m, s) for m, s in zip(agg[col], agg[f"{col}_std"])]
+    return out
+
+
+def table4(agg: pd.DataFrame, described: dict) -> pd.DataFrame:
+    return pd.DataFrame({
+        "model": agg.model, "output tokens": agg.output_tokens,
+        "prefill (ms/token)": [_pm(m, s, fmt=".3f") for m, s in zip(agg.prefill_per_token, agg.prefill_per_token_std)],
+        "decode (ms/token)": [_pm(m, s, fmt=".2f") for m, s in zip(agg.decode_per_token, agg.decode_per_token_std)],
+        "decode / prefill": agg.decode_over_prefill,
+        "weights (GiB)": [_weights_gib(described.get(m, {})) for m in agg.model],
+        "peak memory (GiB)": agg.peak_memory / GIB,
+        "peak over start (GiB)": agg.peak_over_start / GIB,
+    })
+
+
+def linear_fits(agg: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """Per model with several output lengths: (seconds per output token, intercept, R^2) of mean latency."""
+    fits = {}
+    for model, g in agg.groupby("model", sort=False):
+        if g.output_tokens.nunique() < 2:
+            continue
+        x, y = g.output_tokens.to_numpy(float), g.latency.to_numpy(float)
+        slope, intercept = np.polyfit(x, y, 1)
+        residual = ((y - (slope * x + intercept)) ** 2).sum()
+        total = ((y - y.mean()) ** 2).sum()
+        fits[model] = (slope, intercept, 1 - residual / total if total > 0 else 1.0)
+    return fits
+
+
+def ratio_lines(agg: pd.DataFrame) -> list[str]:
+    return [f"{r.model}, {r.output_tokens} output tokens: decode {r.decode_per_token * 1e3:.2f} ms/token vs "
+            f"prefill {r.prefill_per_token * 1e3:.3f} ms/token -> decode costs {r.decode_over_prefill:.1f}x "
+            f"prefill per token" for r in agg.itertuples()]
+
+
+def build(run_dir, report_dir) -> dict:
+    config, rows, described = report.load_run(run_dir)
+    text = note(config, described, rows)
+    runs = timed_runs(rows)
+    agg = aggregate(runs)
+    if agg.empty:
+        raise MaiError(f"no timed runs without errors in {run_dir}: nothing to tabulate")
+    memory_methods = sorted({r["memory_method"] for r in rows if r.get("memory_method")})
+    mem_note = f" Peak memory: {'; '.join(memory_methods)}; weights included." if memory_methods else ""
+    tables = report.write_table(table3(agg), report_dir, NAME3, config, text,
+                                "Table 3: time per stage, mean ± std over timed runs (ms)")
+    tables += report.write_table(table4(agg, described), report_dir, NAME4, config, text + mem_note,
+                                 "Table 4: prefill cost per prompt token vs decode cost per output token "
+                                 "(decode per token = decode time / (output tokens - 1)), and peak memory")
+    fits = linear_fits(agg)
+    fig_path = report.figure_path(report_dir, NAME3, config)
+    _plot(agg, fits, fig_path, text)
+    summary = {"errors": sum(1 for r in rows if r.get("error")),
+               "warmup_runs": sum(1 for r in rows if r.get("warmup")), "timed_runs": len(runs)}
+    for r in agg.itertuples():
+        tag = f"{r.model}/out{r.output_tokens}"
+        summary.update({f"{tag}/{s}_ms": getattr(r, s) * 1e3 for s in (*STAGES, "latency")})
+        summary.update({f"{tag}/prefill_ms_per_token": r.prefill_per_token * 1e3,
+                        f"{tag}/decode_ms_per_token": r.decode_per_token * 1e3,
+                        f"{tag}/decode_over_prefill": r.decode_over_prefill,
+                        f"{tag}/peak_memory_gib": r.peak_memory / GIB})
+    for model, (slope, intercept, r2) in fits.items():
+        summary.update({f"{model}/latency_s_per_output_token": slope, f"{model}/latency_intercept_s": intercept,
+                        f"{model}/latency_linear_r2": r2})
+    markdown = "\n".join(t.read_text() for t in tables if t.suffix == ".md")
+    return dict(tables=tables, figures=[fig_path], summary=summary, markdown=markdown, data=agg)
+
+
+def _plot(agg: pd.DataFrame, fits: dict, path: Path, text: str) -> None:
+    """Stacked stage times per model (and output length); latency against output length when swept."""
+    sweep = agg.output_tokens.nunique() > 1
+    fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4.2), squeeze=False)
+    ax = axes[0][0]
+    names = [f"{m}\n{n} tok" for m, n in zip(agg.model, agg.output_tokens)]
+    bottom = np.zeros(len(agg))
+    for stage in STAGES:
+        ax.bar(names, agg[stage], bottom=bottom, width=0.5, label=STAGE_NAMES[stage])
+        bottom += agg[stage].to_numpy()
+    ax.set(ylabel="seconds (mean over timed runs)", title="time per stage")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    if sweep:
+        ax = axes[0][1]
+        for model, g in agg.groupby("model", sort=False):
+            line = ax.errorbar(g.output_tokens, g.latency, yerr=g.latency_std.fillna(0), marker="o", capsize=3,
+                               label=model)
+            if model in fits:
+                slope, intercept, r2 = fits[model]
+                x = np.array([0, g.output_tokens.max()])
+                ax.plot(x, slope * x + intercept, "--", color=line[0].get_color(), alpha=0.6,
+                        label=f"{model} fit: {slope * 1e3:.1f} ms/token, R²={r2:.3f}")
+        ax.set(xlabel="output tokens (forced)", ylabel="latency (s)", title="latency against output length")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(text, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir")
+    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
+    a = ap.parse_args()
+
+    def _main():
+        out = build(a.run_dir, a.report_dir)
+        print(out["markdown"] + "\n" + "\n".join(ratio_lines(out["data"])))
+
+    cli.run(_main)

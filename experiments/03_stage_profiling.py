@@ -1,0 +1,268 @@
+"""Tables 3 and 4: where the time of one Qwen3-VL answer goes, stage by stage, for the 2B, 4B and 8B models.
+
+Each model answers a simulated query (as in the paper): a random-noise image of --image-size and a
+question of --question-tokens ordinary words, with the output length forced to --output-tokens
+(min_new_tokens = max_new_tokens). Input preprocessing, vision encoder, prefill and decode are timed
+apart, the device synchronised before every clock read: --warmup runs first (rows flagged warmup=True),
+then --runs timed runs (the paper: 100 on one H100).
+
+- Table 3: mean ± std of each stage and of the total, per model (and output length).
+- Table 4: prefill cost per prompt token against decode cost per output token, their ratio, and peak
+  memory. Prefill per token = prefill seconds / prompt tokens prefilled (image tokens included; the
+  vision encoder is timed apart). Decode per token = decode seconds / (output tokens - 1): the first
+  output token comes out of the prefill's forward. Peak memory: torch.cuda.max_memory_allocated on a
+  GPU; on a CPU the process's peak resident set (VmHWM, reset before each run through
+  /proc/self/clear_refs; ru_maxrss, a lifetime peak, where that is unavailable). Both include the weights.
+- With several --output-tokens, the figure plots latency against output length (the paper: it grows
+  linearly) with a least-squares line.
+
+    python experiments/03_stage_profiling.py                     # paper: Qwen3-VL 2B/4B/8B checkpoints, GPU
+    python experiments/03_stage_profiling.py --random-weights    # the same shapes, random weights (no hub)
+    python experiments/03_stage_profiling.py --preset cpu        # 2B shape, random weights, bf16, CPU
+    python experiments/03_stage_profiling.py --output-tokens 16,64,256 --runs 10
+
+Presets: paper = the three checkpoints, 5 warm-up + 100 timed runs at each of 16, 64 and 256 output
+tokens, dtype auto (bf16 on a GPU). cpu = the 2B shape with random weights in bf16, 1 warm-up + 3 timed
+runs, 16 output tokens: 2-5 minutes on 2 cores, model build included (on a CPU shared with other
+processes, --threads 1 avoids oversubscribing it). Both: a 448x448 image (196 image tokens), 32-token question.
+
+Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
+paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and
+figures/table3_stage_times*.png. Running the same command again resumes; a resumed model repeats its
+warm-up (unrecorded) before its remaining timed runs. Rebuild the tables alone with
+`python -m analysis.table03 runs/03_stage_profiling/<run>`.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
+
+from analysis import table03  # noqa: E402
+from mai import MaiError, cli, models  # noqa: E402
+from mai.generation import HFGenerator, Request  # noqa: E402
+from mai.results import row_key  # noqa: E402
+
+EXPERIMENT = "03_stage_profiling"
+SIMULATED = dict(image_size="448x448", question_tokens=32)  # 448x448 -> 196 image tokens (patch 16, merge 2)
+PRESETS = {
+    "paper": cli.Preset(cli.PAPER_MODELS, (), limit=None, extra=dict(
+        runs=100, warmup=5, dtype="auto", output_tokens=[16, 64, 256], **SIMULATED)),
+    # The 2B shape only: the 8B shape needs ~17 GB in bf16 and ~1 s per decoded token on a CPU.
+    "cpu": cli.Preset(("qwen3-vl-2b",), (), limit=None, extra=dict(
+        runs=3, warmup=1, dtype="bf16", output_tokens=[16], **SIMULATED)),
+}
+# Ordinary words for the simulated question; cycled until the question has the asked-for token count.
+WORDS = ("what is the value of the tallest bar in the chart and how does it compare with the other bars "
+         "shown for each year in the picture").split()
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(t) for t in cli.csv_list(text)]
+    except ValueError:
+        raise MaiError(f"--output-tokens wants comma-separated positive integers, got '{text}'") from None
+    if not values or min(values) < 1:
+        raise MaiError(f"--output-tokens wants comma-separated positive integers, got '{text}'")
+    return values
+
+
+def image_size(text: str) -> tuple[int, int]:
+    """'448x448' -> (448, 448)."""
+    w, sep, h = text.lower().partition("x")
+    if not (sep and w.isdigit() and h.isdigit() and int(w) > 0 and int(h) > 0):
+        raise MaiError(f"--image-size wants WIDTHxHEIGHT in pixels, e.g. 448x448; got '{text}'")
+    return int(w), int(h)
+
+
+def random_weight_spec(spec: str) -> str:
+    """The random-weight architecture of a checkpoint's size: 'Qwen/Qwen3-VL-8B-Instruct' -> 'qwen3-vl-8b'."""
+    if spec in models.ARCHITECTURES:
+        return spec
+    arch = "qwen3-vl-" + models.model_label(spec).split("-")[0].lower()
+    if arch not in models.ARCHITECTURES:
+        shapes = ", ".join(a for a in models.ARCHITECTURES if not a.startswith("tiny"))
+        raise MaiError(f"--random-weights: no random-weight shape for '{spec}'; known shapes: {shapes}")
+    return arch
+
+
+def simulated_image(width: int, height: int, seed: int) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def simulated_question(tokenizer, n_tokens: int) -> tuple[str, int]:
+    """A question of ordinary words, cut to n_tokens by the model's tokenizer; returns (text, its tokens)."""
+    words = []
+    while len(tokenizer(" ".join(words), add_special_tokens=False).input_ids) < n_tokens:
+        words.append(WORDS[len(words) % len(WORDS)])
+    ids = tokenizer(" ".join(words), add_special_tokens=False).input_ids[:n_tokens]
+    text = tokenizer.decode(ids).strip()
+    return text, len(tokenizer(text, add_special_tokens=False).input_ids)
+
+
+def image_tokens(loaded, image) -> int:
+    """Tokens the processor turns the image into: merged patches."""
+    grid = loaded.processor.image_processor(images=[image], return_tensors="pt")["image_grid_thw"]
+    return int(grid.prod()) // loaded.processor.image_processor.merge_size ** 2
+
+
+def _proc_status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+class PeakMemory:
+    """Peak memory of one run: start() before it, peak() after it; `method` says what was measured."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        if device.type == "cuda":
+            self.method = "torch.cuda.max_memory_allocated"
+        elif self._reset_rss_peak():
+            self.method = "peak RSS of the process (VmHWM, reset before each run)"
+        else:
+            self.method = "peak RSS of the process (ru_maxrss, lifetime peak, not reset per run)"
+
+    @staticmethod
+    def _reset_rss_peak() -> bool:
+        try:  # Linux: writing 5 to clear_refs resets the peak resident set (VmHWM) to the current one
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            return _proc_status_bytes("VmHWM") is not None
+        except OSError:
+            return False
+
+    def start(self) -> int:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            return torch.cuda.memory_allocated(self.device)
+        if "reset" in self.method:
+            self._reset_rss_peak()
+        return _proc_status_bytes("VmRSS") or 0
+
+    def peak(self) -> int:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return torch.cuda.max_memory_allocated(self.device)
+        if "reset" in self.method:
+            return _proc_status_bytes("VmHWM")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, kB on Linux
+
+
+def run_key(label: str, output_tokens: int, warmup: bool, index: int) -> str:
+    return row_key(label, output_tokens, "warmup" if warmup else "run", index)
+
+
+def profile_model(store, loaded, args, question: str, image, extra: dict) -> int:
+    """Warm-up, then the pending timed runs, per output length; returns how many rows were written."""
+    generate = HFGenerator(loaded, args.seed).generate
+    memory = PeakMemory(loaded.device)
+    written = 0
+    for n in args.output_tokens:
+        if not store.pending(run_key(loaded.label, n, False, j) for j in range(args.runs)):
+            continue
+        # Warm-ups run again on a resume (their rows are not written twice): timed runs need a warm process.
+        plan = [(True, j) for j in range(args.warmup)] + [(False, j) for j in range(args.runs)]
+        for warmup, j in tqdm(plan, desc=f"{loaded.label} {n} tokens", unit="run", leave=False):
+            key = run_key(loaded.label, n, warmup, j)
+            if not warmup and store.done(key):
+                continue
+            row = dict(key=key, model=loaded.label, spec=loaded.spec, warmup=warmup, run_index=j,
+                       requested_output_tokens=n, **extra)
+            try:
+                before = memory.start()
+                result = generate(Request(question=question, images=[image], mode="simple",
+                                          min_new_tokens=n, max_new_tokens=n))
+                row.update(result.summary(), peak_memory_bytes=memory.peak(), memory_before_bytes=before,
+                           memory_method=memory.method, error=None)
+                if hasattr(os, "getloadavg"):  # CPU timings are only as good as the machine was quiet
+                    row["load_average"] = round(os.getloadavg()[0], 2)
+            except Exception as err:  # an out-of-memory run is a result too; the next run goes on
+                if isinstance(err, (KeyboardInterrupt, MemoryError)):
+                    raise
+                row.update(error=f"{type(err).__name__}: {err}".strip(), traceback=traceback.format_exc(limit=3))
+            written += not store.done(key)
+            store.append(row)
+    return written
+
+
+def main(argv=None):
+    wall_start = time.perf_counter()
+    p = cli.parser(__doc__, PRESETS)
+    p.set_defaults(dtype=None)  # the preset decides: bf16 for the cpu preset, auto (bf16 on GPU) for paper
+    p.add_argument("--runs", type=int, help="timed runs per model and output length (paper: 100)")
+    p.add_argument("--warmup", type=int, help="untimed warm-up runs before them (rows flagged warmup=True)")
+    p.add_argument("--image-size", help="simulated image WIDTHxHEIGHT (default 448x448: 196 image tokens); "
+                   "multiples of 32 are kept exactly, others are resized as the processor does")
+    p.add_argument("--question-tokens", type=int, help="tokens in the simulated question (default 32)")
+    p.add_argument("--output-tokens", type=_ints, help="forced output length(s), comma-separated; several "
+                   "values plot latency against output length (paper preset: 16,64,256)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own, one per core); on a "
+                   "CPU shared with other processes, fewer threads avoid oversubscription")
+    p.add_argument("--random-weights", action="store_true", help="build each model's real shape "
+                   "(qwen3-vl-2b/4b/8b) with random weights instead of loading its checkpoint")
+    args = cli.parse(p, PRESETS, argv)
+    if args.benchmarks or args.data_files or args.limit:
+        raise MaiError("03_stage_profiling runs on simulated inputs: --benchmarks, --limit and --data-files "
+                       "do not apply (see --image-size, --question-tokens, --output-tokens)")
+    if args.runs < 1 or args.warmup < 0 or args.question_tokens < 1:
+        raise MaiError("--runs and --question-tokens must be at least 1, --warmup at least 0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    width, height = image_size(args.image_size)
+    specs = [random_weight_spec(s) for s in args.models] if args.random_weights else list(args.models)
+    # Keep the simulated image at its size: the processor's pixel bounds must not resize it.
+    pixels = cli.pixel_kwargs(args) or dict(min_pixels=min(models.MIN_PIXELS, width * height),
+                                            max_pixels=max(models.MAX_PIXELS, width * height))
+    store, tracker = cli.open_run(EXPERIMENT, args, resolved_models=specs)
+    described = table03.read_models(store.dir)
+    written = 0
+    for spec in specs:
+        label = models.model_label(spec)
+        if not any(store.pending(run_key(label, n, False, j) for j in range(args.runs))
+                   for n in args.output_tokens):
+            continue  # finished in an earlier invocation: no need to build it
+        t0 = time.perf_counter()
+        loaded = models.load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
+                                   seed=args.seed, **pixels)
+        build_s = time.perf_counter() - t0
+        image = simulated_image(width, height, args.seed)
+        question, q_tokens = simulated_question(loaded.tokenizer, args.question_tokens)
+        extra = dict(image_size=[width, height], image_tokens=image_tokens(loaded, image), question_tokens=q_tokens)
+        described[loaded.label] = {**loaded.describe(), "build_s": round(build_s, 3),
+                                   "torch_threads": torch.get_num_threads(), **extra}
+        store.write_json("models.json", described)
+        written += profile_model(store, loaded, args, question, image, extra)
+        models.free(loaded)
+
+    outputs = table03.build(store.dir, args.report_dir)
+    wall_s = time.perf_counter() - wall_start
+    outputs["summary"].update(wall_s=wall_s, rows_written=written)
+    cli.finish(store, tracker, outputs)  # W&B: rows, summary, figure; prints the tables
+    print("\n".join(table03.ratio_lines(outputs["data"])))
+    print(f"rows written: {written}; wall time {wall_s:.1f} s (model builds included)")
+    return outputs
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    cli.run(main)
