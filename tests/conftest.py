@@ -33,3 +33,18 @@ def chart_image():
     for i, h in enumerate((60, 120, 90)):
         draw.rectangle([40 + 80 * i, 220 - h, 90 + 80 * i, 220], fill=("red", "green", "blue")[i])
     return img
+
+
+@pytest.fixture(scope="session")
+def experiment():
+    """Import an experiment script as a module (their file names start with the paper's table number)."""
+    import importlib.util
+
+    def load(name: str):
+        path = Path(__file__).resolve().parent.parent / "experiments" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"experiment_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -1,22 +1,14 @@
 """Figure 1 and the harness-overhead check on the CPU preset (tiny settings)."""
-import importlib.util
 import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_figure1_reuses_table7_rows(tmp_path, monkeypatch):
+def test_figure1_reuses_table7_rows(tmp_path, monkeypatch, experiment):
     args = ["--preset", "cpu", "--limit", "1", "--think-tokens", "4", "--simple-tokens", "3", "--wandb", "disabled",
             "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)]
-    _script("07_prompt_modes").main(args)
+    experiment("07_prompt_modes").main(args)
     results = tmp_path / "runs" / "07_prompt_modes" / "cpu" / "results.jsonl"
     before = results.read_text()
     from mai import models
@@ -25,14 +17,14 @@ def test_figure1_reuses_table7_rows(tmp_path, monkeypatch):
         raise AssertionError("Figure 1 must reuse Table 7's finished rows without loading a model")
 
     monkeypatch.setattr(models, "load_model", no_loading)
-    _script("01_tokens_vs_accuracy").main(args)
+    experiment("01_tokens_vs_accuracy").main(args)
     assert results.read_text() == before
     assert (tmp_path / "figures" / "figure1_tokens_vs_accuracy.cpu.png").stat().st_size > 1000
     assert json.loads((tmp_path / "runs" / "07_prompt_modes" / "cpu" / "models.json").read_text())
 
 
-def test_overhead_ratio_is_measured(capsys):
-    ratio = _script("00_overhead").main(["--limit", "1", "--benchmarks", "synth-pope", "--think-tokens", "4",
+def test_overhead_ratio_is_measured(capsys, experiment):
+    ratio = experiment("00_overhead").main(["--limit", "1", "--benchmarks", "synth-pope", "--think-tokens", "4",
                                          "--simple-tokens", "3"])
     assert ratio >= 1.0  # the cascade's wall time contains its calls' own times
     assert "harness overhead ratio" in capsys.readouterr().out

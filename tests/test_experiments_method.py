@@ -1,5 +1,4 @@
 """Tables 8 and 10 end to end on the CPU preset (in-process, tiny settings): rows, tables, routes."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,13 +9,6 @@ from mai import MaiError
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _rows(run):
     return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
 
@@ -24,8 +16,8 @@ def _rows(run):
 TINY = ["--preset", "cpu", "--limit", "1", "--think-tokens", "6", "--simple-tokens", "3", "--wandb", "disabled"]
 
 
-def test_table10_cpu_sparse_routes_sum_to_one(tmp_path):
-    mod = _script("10_mai")
+def test_table10_cpu_sparse_routes_sum_to_one(tmp_path, experiment):
+    mod = experiment("10_mai")
     mod.main(TINY + ["--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path),
                      "--transfer", "sparse", "--sparse-layer", "2", "--delta", "0.8"])
     run = tmp_path / "runs" / "10_mai" / "cpu"
@@ -50,13 +42,13 @@ def test_table10_cpu_sparse_routes_sum_to_one(tmp_path):
     assert config["cascade"]["sparse"] == {"layer": 2, "delta": 0.8, "heads": "mean", "sink": "keep"}
 
 
-def test_table10_rejects_a_layer_the_small_model_lacks(tmp_path):
+def test_table10_rejects_a_layer_the_small_model_lacks(tmp_path, experiment):
     with pytest.raises(MaiError, match="--sparse-layer 9 is outside the small model's layers 0..3"):
-        _script("10_mai").main(TINY + ["--out", str(tmp_path), "--transfer", "sparse", "--sparse-layer", "9"])
+        experiment("10_mai").main(TINY + ["--out", str(tmp_path), "--transfer", "sparse", "--sparse-layer", "9"])
 
 
-def test_table8_cpu(tmp_path):
-    _script("08_reasoning_transfer").main(TINY + ["--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)])
+def test_table8_cpu(tmp_path, experiment):
+    experiment("08_reasoning_transfer").main(TINY + ["--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)])
     rows = _rows(tmp_path / "runs" / "08_reasoning_transfer" / "cpu")
     assert sorted({r["kind"] for r in rows}) == ["large-S", "small-R", "transfer"]
     transfer = [r for r in rows if r["kind"] == "transfer"]
@@ -64,8 +56,8 @@ def test_table8_cpu(tmp_path):
     assert "gain_vs_large_S" in (tmp_path / "paper_tables" / "table8_reasoning_transfer.cpu.md").read_text()
 
 
-def test_table9_one_small_forward_per_example_serves_every_layer(tmp_path, monkeypatch):
-    mod = _script("09_layer_ablation")
+def test_table9_one_small_forward_per_example_serves_every_layer(tmp_path, monkeypatch, experiment):
+    mod = experiment("09_layer_ablation")
     calls = []
     real = mod.attention_over_reasoning
     monkeypatch.setattr(mod, "attention_over_reasoning", lambda *a, **k: calls.append(a[3]) or real(*a, **k))

@@ -1,5 +1,4 @@
 """The latency model: its arithmetic, and predictions made from a real profile and a real cascade run."""
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -29,19 +28,12 @@ def test_speedup_follows_routes():
     assert worse["speedup"] < all_simple["speedup"] and worse["route_transfer"] == pytest.approx(0.7)
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_predicts_every_system_of_a_cascade_run(tmp_path):
+def test_predicts_every_system_of_a_cascade_run(tmp_path, experiment):
     common = ["--wandb", "disabled", "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)]
-    _script("03_stage_profiling").main(["--preset", "cpu", "--models", "tiny-small,tiny-large", "--dtype", "fp32",
+    experiment("03_stage_profiling").main(["--preset", "cpu", "--models", "tiny-small,tiny-large", "--dtype", "fp32",
                                         "--image-size", "64x64", "--output-tokens", "3", "--warmup", "0",
                                         "--runs", "1", *common])
-    _script("10_mai").main(["--preset", "cpu", "--limit", "1", "--benchmarks", "synth-pope", "--think-tokens", "4",
+    experiment("10_mai").main(["--preset", "cpu", "--limit", "1", "--benchmarks", "synth-pope", "--think-tokens", "4",
                             "--simple-tokens", "3", *common])
     costs = profile(tmp_path / "runs" / "03_stage_profiling" / "cpu")
     assert set(costs) == {"tiny-small", "tiny-large"}

@@ -1,6 +1,5 @@
 """Tables 3-4's script (experiments/03_stage_profiling.py) on a tiny random model: rows, forced output
 lengths, per-token costs recomputed from results.jsonl, resume without rebuilding the model, --help."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,11 +14,8 @@ TINY = ["--preset", "cpu", "--models", "tiny-small", "--warmup", "1", "--runs", 
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("stage_profiling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(experiment):
+    return experiment("03_stage_profiling")
 
 
 def _args(tmp_path):

@@ -1,6 +1,5 @@
 """Speculative decoding: the target's own greedy tokens, acceptance counted right, the draft sees the image,
 and Table 12's script end to end on the CPU preset."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -70,15 +69,8 @@ def test_speculative_refuses_a_reused_cache(tiny_small, tiny_large, chart_image)
             Request("Q?", [chart_image], "simple", POST, 4, keep_cache=True))
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("exp12", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_cpu_preset_end_to_end(tmp_path, capsys):
-    exp = _script()
+def test_cpu_preset_end_to_end(tmp_path, capsys, experiment):
+    exp = experiment("12_speculative_decoding")
     exp.main(["--preset", "cpu", "--limit", "2", "--think-tokens", "6", "--simple-tokens", "3",
               "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path), "--wandb", "disabled"])
     run = tmp_path / "runs" / "12_speculative_decoding" / "cpu"
