@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -47,8 +46,4 @@ def build(run_dir, report_dir) -> Path:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    a = ap.parse_args()
-    print(build(a.run_dir, a.report_dir))
+    report.main(build, __doc__)

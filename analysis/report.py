@@ -25,7 +25,11 @@ def load_run(run_dir) -> tuple[dict, list[dict], dict]:
 
 def suffix(config: dict) -> str:
     preset = config.get("preset", "paper")
-    return "" if preset == "paper" else f".{preset}"
+    out = "" if preset == "paper" else f".{preset}"
+    if config.get("shard"):  # one shard's tables never overwrite the merged run's
+        i, n = str(config["shard"]).split("/")
+        out += f".shard{i}of{n}"
+    return out
 
 
 def provenance_note(config: dict, described: dict) -> str:
@@ -103,3 +107,27 @@ def figure_path(report_dir, name: str, config: dict) -> Path:
     out = Path(report_dir) / "figures"
     out.mkdir(parents=True, exist_ok=True)
     return out / f"{name}{suffix(config)}.png"
+
+
+def save_figure(fig, path, note: str, top: float = 0.88) -> Path:
+    """Save a figure with what produced it as its super-title, and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(note, fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0, 1, top))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def main(build, doc: str, argv=None) -> None:
+    """`python -m analysis.<table> RUN_DIR [--report-dir DIR]`: rebuild a table from a run, no model loaded."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir")
+    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent),
+                    help="where paper_tables/ and figures/ go (default: the repository)")
+    args = ap.parse_args(argv)
+    out = build(args.run_dir, args.report_dir)
+    print(out["markdown"] if isinstance(out, dict) else out)

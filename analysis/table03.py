@@ -225,10 +225,7 @@ def _plot(agg: pd.DataFrame, fits: dict, path: Path, text: str) -> None:
         ax.set(xlabel="output tokens (forced)", ylabel="latency (s)", title="latency against output length")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.suptitle(text, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path, text, top=0.9)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -53,15 +52,8 @@ def _plot(df, path: Path, note: str) -> None:
         ax.set(title=bench, xlabel="mean output tokens", ylabel="accuracy (%)")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(note, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path, note, top=0.9)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    a = ap.parse_args()
-    print(build(a.run_dir, a.report_dir)["markdown"])
+    report.main(build, __doc__)

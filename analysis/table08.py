@@ -4,13 +4,10 @@
 """
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 from analysis import report  # noqa: E402
 
@@ -38,18 +35,11 @@ def build(run_dir, report_dir) -> dict:
     pivot = df.pivot(index="benchmark", columns="system", values="accuracy").astype(float)
     ax = pivot.plot.bar(figsize=(7, 3.8), rot=0)
     ax.set(ylabel="accuracy (%)", title="Reasoning transfer")
-    ax.figure.suptitle(note, fontsize=7, wrap=True)
-    ax.figure.tight_layout(rect=(0, 0, 1, 0.88))
-    ax.figure.savefig(fig, dpi=120)
-    plt.close(ax.figure)
+    report.save_figure(ax.figure, fig, note, top=0.88)
     summary = {f"{b}/{s}/accuracy": float(a) for b, s, a in zip(df.benchmark, df.system, df.accuracy)
                if a is not None}
     return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    a = ap.parse_args()
-    print(build(a.run_dir, a.report_dir)["markdown"])
+    report.main(build, __doc__)

@@ -10,7 +10,6 @@ SmolLM2 weights, text only) gives the mass curve alone, with the attention on th
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -57,10 +56,7 @@ def _plot_layers(df: pd.DataFrame, path: Path, note: str, delta) -> None:
     for a in (ax, ax2):
         a.grid(alpha=0.3)
         a.legend(fontsize=7)
-    fig.suptitle(note, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.88))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path, note, top=0.88)
 
 
 def _build_mass_curve(rows, config, note, report_dir) -> dict:
@@ -89,18 +85,11 @@ def _build_mass_curve(rows, config, note, report_dir) -> dict:
     ax.set(xlabel="layer", ylabel="fraction", ylim=(0, 1), title="Attention mass over the reasoning, per layer")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.suptitle(note, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.86))
-    fig.savefig(fig_path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, fig_path, note, top=0.86)
     summary = {f"fraction/L{r.layer}": float(r.fraction_for_delta) for r in df.itertuples()}
     summary["fraction/mean_over_layers"] = float(df.fraction_for_delta.mean())
     return dict(tables=tables, figures=[fig_path], summary=summary, markdown=tables[0].read_text())
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    a = ap.parse_args()
-    print(build(a.run_dir, a.report_dir)["markdown"])
+    report.main(build, __doc__)

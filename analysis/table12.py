@@ -9,7 +9,6 @@ target's own (greedy decoding makes it 100% unless something is wrong).
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -121,15 +120,8 @@ def _plot(rows: list[dict], df: pd.DataFrame, path: Path, note: str) -> None:
     ax2.set_xticks(range(top + 1))
     ax2.set(xlabel="draft tokens per verification step", ylabel="steps", title="draft acceptance")
     ax2.legend(fontsize=8)
-    fig.suptitle(note, fontsize=6, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    report.save_figure(fig, path, note, top=0.9)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    a = ap.parse_args()
-    print(build(a.run_dir, a.report_dir)["markdown"])
+    report.main(build, __doc__)
