@@ -19,7 +19,7 @@ import time
 from mai import metrics
 from mai.attention import SparseOptions
 from mai.generation import HFGenerator, Request, Result
-from mai.transfer import attention_over_reasoning, sparse_reasoning
+from mai.transfer import reasoning_attention, sparse_reasoning
 
 ROUTES = ("simple", "reasoning", "transfer")
 VERIFY = ("answer", "reasoning")
@@ -124,7 +124,7 @@ class Cascade:
         # (iii) reasoning transfer to the large model's Simple prompt.
         context, kept, n_reasoning = thought.text, None, thought.output_tokens
         if cfg.transfer == "sparse":
-            att = attention_over_reasoning(self.small, thought, post_prompt, [cfg.sparse.layer], cfg.query)
+            att = reasoning_attention(self.small, thought, post_prompt, [cfg.sparse.layer], cfg.query)
             calls.append(Call("small", self.names["small"], "attention",
                               dict(text="", input_tokens=att.input_tokens, output_tokens=0, cached_tokens=0,
                                    times=dict(preprocess=0.0, vision=0.0, prefill=att.seconds, decode=0.0),

@@ -120,20 +120,29 @@ def transfer_system(small, large, think_tokens: int, simple_tokens: int | None =
         thought = small.generate(request_for(example, bench, images, "think", think_tokens))
         final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
                                            context=thought.text))
-        times = {k: thought.times[k] + final.times[k] for k in final.times}
-        return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
-                    small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
-                    times=times, latency=thought.latency + final.latency, reasoning=thought.text)
+        return transfer_output(thought, final)
     return run
+
+
+def transfer_output(thought: Result, final: Result) -> dict:
+    """Full RT's output: the large model's answer; tokens per role, times of both calls added up."""
+    times = {k: thought.times[k] + final.times[k] for k in final.times}
+    return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
+                small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
+                times=times, latency=thought.latency + final.latency, reasoning=thought.text)
 
 
 def cascade_system(cascade, simple_tokens: int | None = None) -> System:
     """MAI: the cascade's answer, route, per-role totals and full trace."""
     def run(example, bench, images):
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
-        trace = cascade.answer(example.question, images, bench.metric, bench.post_prompt, max_simple)
-        d = trace.to_dict()
-        return dict(text=d.pop("prediction"), route=d.pop("route"), **{k: v for k, v in d.items()
-                                                                          if k not in ("answer", "calls")},
-                    output_tokens=d["large_output_tokens"], trace=d["calls"])
+        return trace_output(cascade.answer(example.question, images, bench.metric, bench.post_prompt, max_simple))
     return run
+
+
+def trace_output(trace) -> dict:
+    """MAI's output: the cascade's answer, route, per-role totals and full trace."""
+    d = trace.to_dict()
+    return dict(text=d.pop("prediction"), route=d.pop("route"), **{k: v for k, v in d.items()
+                                                                      if k not in ("answer", "calls")},
+                output_tokens=d["large_output_tokens"], trace=d["calls"])

@@ -6,6 +6,15 @@ tokenization), vision encoder, prefill (the prompt's forward, excluding the visi
 the kernels' own and not their launch.
 
 Decoding is greedy (the paper's and lmms-eval's setting); `seed` only matters for sampling backends.
+
+Batches (`HFGenerator.generate_batch`, used by the stage-major cascade in mai.batch): requests are
+left-padded into one generate call per (min, max new tokens) group. A request's stage times are then
+the batch's stage times divided evenly among its requests (amortised cost, not a latency), and its
+Result says `batch_size`. Greedy rows are independent (padding is masked and M-RoPE positions follow
+the attention mask), so a batched answer is the batch-1 answer up to floating-point differences between
+batched and unbatched kernels; on the tiny fp32 models they are identical token for token
+(tests/test_batch.py). Second stages (mode "answer") continue each request's own KV cache one at a
+time, exactly as `generate` does.
 """
 from __future__ import annotations
 
@@ -50,6 +59,7 @@ class Result:
     vision_inputs: dict | None = dataclasses.field(default=None, repr=False)  # pixel_values, image_grid_thw
     first_text: str = ""  # the user text of the first stage, for rendering the second
     stats: dict | None = None  # backend-specific counts, e.g. speculative decoding's draft acceptance
+    batch_size: int | None = None  # set by generate_batch: times are the batch's, divided by this
 
     @property
     def latency(self) -> float:
@@ -62,6 +72,8 @@ class Result:
                    latency=round(self.latency, 6))
         if self.stats is not None:
             out["stats"] = self.stats
+        if self.batch_size is not None:
+            out["batch_size"] = self.batch_size
         return out
 
 
@@ -106,8 +118,9 @@ class _VisionTimer:
 class HFGenerator:
     """The transformers backend."""
 
-    def __init__(self, loaded: LoadedModel, seed: int = 0):
+    def __init__(self, loaded: LoadedModel, seed: int = 0, max_batch: int | None = None):
         self.loaded, self.seed = loaded, seed
+        self.max_batch = max_batch  # generate_batch: most requests per generate call (None: no limit)
 
     def reasoning_ids(self, first: Result) -> torch.Tensor:
         """The first stage's generated tokens without a closing eos: [n]."""
@@ -133,12 +146,17 @@ class HFGenerator:
                             torch.zeros_like(suffix_ids)], dim=1)
             return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                         mm_token_type_ids=mm), first.first_text, first.cache.get_seq_length()
-        text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
-                                 lm.thinking)
-        prompt = prompts.render(lm.processor, len(request.images), text,
-                                thinking=lm.thinking and request.mode == "think")
+        prompt, text = self._prompt(request)
         inputs = lm.processor(text=[prompt], images=request.images or None, return_tensors="pt")
         return dict(inputs), text, 0
+
+    def _prompt(self, request: Request) -> tuple[str, str]:
+        """A first-stage request's rendered prompt and its user text."""
+        lm = self.loaded
+        text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
+                                 lm.thinking)
+        return prompts.render(lm.processor, len(request.images), text,
+                              thinking=lm.thinking and request.mode == "think"), text
 
     def _decode(self, inputs: dict, kwargs: dict, config: GenerationConfig, clock: LogitsProcessor):
         """The generate call itself; a subclass changes how tokens are decoded (mai.speculative)."""
@@ -194,3 +212,119 @@ class HFGenerator:
             result.rope_deltas = lm.model.model.rope_deltas
             result.vision_inputs = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
         return result
+
+    # -- batches ---------------------------------------------------------------------------------------
+
+    def generate_batch(self, requests: list[Request]) -> list[Result]:
+        """Every request's Result, in order, first stages batched (see the module doc).
+
+        Requests are grouped by (min_new_tokens, max_new_tokens) and cut into chunks of max_batch; each
+        chunk is one left-padded generate call. Second stages (mode "answer") and generators whose
+        decoding differs from plain generate (speculative decoding needs batch 1) run one at a time."""
+        results: list[Result | None] = [None] * len(requests)
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, request in enumerate(requests):
+            if request.mode == "answer" or type(self)._decode is not HFGenerator._decode:
+                results[i] = self.generate(request)
+                results[i].batch_size = 1
+            else:
+                groups.setdefault((request.min_new_tokens, request.max_new_tokens), []).append(i)
+        size = self.max_batch or len(requests) or 1
+        for indices in groups.values():
+            for start in range(0, len(indices), size):
+                chunk = indices[start:start + size]
+                for i, result in zip(chunk, self._generate_chunk([requests[i] for i in chunk])):
+                    results[i] = result
+        return results
+
+    @torch.inference_mode()
+    def _generate_chunk(self, requests: list[Request]) -> list[Result]:
+        """One left-padded generate call over first-stage requests with the same length limits."""
+        lm = self.loaded
+        dev = lm.device
+        torch.manual_seed(self.seed)
+        _sync(dev)
+        t0 = time.perf_counter()
+        rendered = [self._prompt(r) for r in requests]
+        images = [image for r in requests for image in r.images]
+        tokenizer = lm.tokenizer
+        side, tokenizer.padding_side = tokenizer.padding_side, "left"
+        try:
+            inputs = lm.processor(text=[prompt for prompt, _ in rendered], images=images or None,
+                                  return_tensors="pt", padding=True)
+        finally:
+            tokenizer.padding_side = side
+        inputs = {k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in dict(inputs).items()}
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].to(lm.dtype)
+        _sync(dev)
+        t1 = time.perf_counter()
+
+        first = requests[0]
+        config = GenerationConfig(max_new_tokens=first.max_new_tokens, min_new_tokens=first.min_new_tokens,
+                                  do_sample=False, eos_token_id=lm.eos_token_ids,
+                                  pad_token_id=lm.tokenizer.pad_token_id or lm.eos_token_ids[0],
+                                  return_dict_in_generate=True, use_cache=True)
+        clock = _Clock(dev)
+        vision = _VisionTimer(lm.model.model.visual, dev)
+        try:
+            out = lm.model.generate(**inputs, generation_config=config,
+                                    logits_processor=LogitsProcessorList([clock]))
+        finally:
+            vision.remove()
+        _sync(dev)
+        t2 = time.perf_counter()
+
+        n = len(requests)
+        first_step = clock.first or t2
+        times = dict(preprocess=(t1 - t0) / n, vision=vision.total / n,
+                     prefill=max(first_step - t1 - vision.total, 0.0) / n, decode=(t2 - first_step) / n)
+        width = inputs["input_ids"].shape[1]
+        pads = (inputs["attention_mask"] == 0).sum(1).tolist()  # left padding of each row
+        image_rows = _image_rows([len(r.images) for r in requests])
+        eos = torch.tensor(lm.eos_token_ids, device=out.sequences.device)
+        results = []
+        for i, (request, (_, text)) in enumerate(zip(requests, rendered)):
+            new = out.sequences[i, width:]
+            ended = torch.isin(new, eos).nonzero()
+            n_out = int(ended[0]) + 1 if len(ended) else int(new.numel())  # what follows the eos is padding
+            new = new[:n_out]
+            result = Result(text=lm.tokenizer.decode(new, skip_special_tokens=True),
+                            input_tokens=width - pads[i], output_tokens=n_out, times=dict(times),
+                            first_text=text, batch_size=n)
+            if request.keep_cache:
+                self._keep_row(result, out, inputs, i, pads[i], width + n_out, image_rows[i])
+            results.append(result)
+        return results
+
+    def _keep_row(self, result: Result, out, inputs: dict, i: int, pad: int, end: int, images: slice) -> None:
+        """Row i of a batched generate as a batch-1 first stage: its tokens, its KV cache without the
+        padding (end - 1 positions: the last token was never fed, as in generate), its M-RoPE offset and
+        its own images' pixels."""
+        from transformers import DynamicCache
+
+        lm = self.loaded
+        result.sequence = out.sequences[i:i + 1, pad:end]
+        n_out = end - inputs["input_ids"].shape[1]
+        mm = inputs["mm_token_type_ids"][i:i + 1, pad:]
+        result.mm_token_type_ids = torch.cat([mm, torch.zeros((1, n_out), dtype=mm.dtype, device=mm.device)], 1)
+        rows = (slice(i, i + 1), slice(None), slice(pad, end - 1))  # [1, heads, kept positions, head_dim]
+        result.cache = DynamicCache(ddp_cache_data=[(layer.keys[rows], layer.values[rows])
+                                                    for layer in out.cache.layers], config=lm.model.config)
+        result.rope_deltas = lm.model.model.rope_deltas[i:i + 1]
+        if "image_grid_thw" in inputs and images.stop > images.start:
+            grid = inputs["image_grid_thw"]
+            patches = torch.cat([grid.new_zeros(1), grid.prod(-1).cumsum(0)])
+            first, last = int(patches[images.start]), int(patches[images.stop])
+            result.vision_inputs = dict(pixel_values=inputs["pixel_values"][first:last], image_grid_thw=grid[images])
+        else:
+            result.vision_inputs = {}
+
+
+def _image_rows(counts: list[int]) -> list[slice]:
+    """Which images (rows of image_grid_thw) belong to each request of a batch, in order."""
+    out, start = [], 0
+    for count in counts:
+        out.append(slice(start, start + count))
+        start += count
+    return out

@@ -84,6 +84,16 @@ def attention_over_reasoning(generator: HFGenerator, first: Result, post_prompt:
     return capture_reasoning(lm.model, inputs, start, reasoning.tolist(), layers)
 
 
+def reasoning_attention(generator, first: Result, post_prompt: str, layers="all",
+                        query: str = "answer") -> ReasoningAttention:
+    """attention_over_reasoning for any backend: one that returns no attention weights (vLLM) brings
+    its own method of that name, which runs the transformers capture for it."""
+    own = getattr(generator, "attention_over_reasoning", None)
+    if own is not None:
+        return own(first, post_prompt, layers, query)
+    return attention_over_reasoning(generator, first, post_prompt, layers, query)
+
+
 def capture_reasoning(model, inputs: dict, start: int, reasoning_ids: list[int], layers="all") -> ReasoningAttention:
     """One forward of `model` over `inputs` (batch 1) with attention capture at `layers`; the last
     position's attention over the reasoning tokens at positions start .. start+len(reasoning_ids)."""

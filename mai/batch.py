@@ -1,0 +1,210 @@
+"""Stage-major execution (--order stage): each cascade stage runs as one batch over every example routed to it.
+
+--order example (mai.cascade.Cascade.answer; mai.evaluate.run_systems) answers one query at a time at batch
+size 1: the paper's latency setting. --order stage is for throughput:
+
+    (i)   small Simple for all; large Simple for all; compare                 -> route "simple"
+    (ii)  small Think for the disagreeing ones; their second stage; compare  -> route "reasoning"
+    (iii) (sparse: one attention capture each) large Simple + reasoning for the rest -> route "transfer"
+
+Each stage is one `generate_batch` call (mai.generation for transformers, mai.vllm_backend for vLLM),
+and the traces are the same Trace objects as Cascade.answer's, calls in the same order. Under greedy
+decoding on the same backend the answers are those of example order, up to floating-point differences
+between batched and batch-1 kernels: token for token on the tiny fp32 models (tests/test_batch.py);
+vLLM does not promise batch invariance, and scripts/gpu_check_vllm.py counts the matches. On
+transformers, second stages continue each request's own KV cache one at a time (a batched first stage
+hands each request its slice of the cache); on vLLM they are one batch whose prompts extend the first
+stages', so prefix caching serves the shared part.
+
+Times: a call's stage times are its batch's divided by the batch size (Result.batch_size is in the
+call's summary), so a trace's latency and wall_seconds are the example's share of the machine time, a
+throughput measure and not the batch-1 latency the paper reports.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable
+
+from tqdm.auto import tqdm
+
+from mai import metrics
+from mai.cascade import Call, Cascade, Trace
+from mai.data import Benchmark, Example, get_benchmark
+from mai.evaluate import (System, _with_roles, check_example, error_row, request_for, scored_row, trace_output,
+                          transfer_output)
+from mai.generation import Request, Result
+from mai.results import RunStore, row_key
+from mai.transfer import reasoning_attention, sparse_reasoning
+
+Item = tuple[Example, Benchmark, list]  # an example, its benchmark, its decoded images
+BatchSystem = Callable[[list[Item]], list[dict]]
+
+
+@dataclasses.dataclass
+class Query:
+    """One question for the cascade, as Cascade.answer takes it."""
+
+    question: str
+    images: list
+    metric: str
+    post_prompt: str
+    simple_tokens: int
+
+
+def generate_batch(generator, requests: list[Request]) -> list[Result]:
+    """generator.generate_batch where the backend has one, else one request at a time."""
+    if not requests:
+        return []
+    batch = getattr(generator, "generate_batch", None)
+    return batch(requests) if batch is not None else [generator.generate(r) for r in requests]
+
+
+def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trace]:
+    """Cascade.answer for every query, stage by stage (see the module doc)."""
+    cfg = cascade.config
+    calls: list[list[Call]] = [[] for _ in queries]
+
+    def ask(i: int, **kw) -> Request:
+        q = queries[i]
+        return Request(question=q.question, images=q.images, post_prompt=q.post_prompt, **kw)
+
+    def stage(role: str, indices: list[int], requests: list[Request], mode: str | None = None) -> dict:
+        gen = cascade.small if role == "small" else cascade.large
+        out = {}
+        for i, request, result in zip(indices, requests, generate_batch(gen, requests)):
+            answer = metrics.extract_answer(result.text, queries[i].metric)
+            calls[i].append(Call(role, cascade.names[role], mode or request.mode, result.summary(), answer))
+            out[i] = (result, answer)
+        return out
+
+    everyone = list(range(len(queries)))
+    simple = dict(mode="simple")
+    stage("small", everyone, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens) for i in everyone])
+    large = stage("large", everyone, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens) for i in everyone])
+    traces: dict[int, Trace] = {}
+
+    def finish(i: int, route: str, result: Result, answer: str) -> Trace:
+        wall = sum(c.result["latency"] for c in calls[i])  # the example's share of the batches' time
+        traces[i] = Trace(route, result.text, answer, calls[i], wall)
+        return traces[i]
+
+    # (i) mutual verification at the Simple prompt.
+    pending = []
+    for i in everyone:
+        small_answer = calls[i][0].answer
+        if metrics.answers_agree(small_answer, large[i][1], queries[i].metric):
+            finish(i, "simple", *large[i])
+        else:
+            pending.append(i)
+    # (ii) the small model reasons; its answer (second stage, or read off the reasoning) is verified.
+    keep = cfg.verify == "answer" or cfg.transfer == "sparse"
+    thought = stage("small", pending, [ask(i, mode="think", max_new_tokens=cfg.think_tokens, keep_cache=keep)
+                                       for i in pending])
+    small_answers = {i: thought[i][1] for i in pending}
+    if cfg.verify == "answer":
+        second = stage("small", pending, [ask(i, mode="answer", max_new_tokens=cfg.answer_tokens,
+                                              reuse=thought[i][0]) for i in pending])
+        small_answers = {i: second[i][1] for i in pending}
+    rest = []
+    for i in pending:
+        if metrics.answers_agree(small_answers[i], large[i][1], queries[i].metric):
+            finish(i, "reasoning", *large[i])
+        else:
+            rest.append(i)
+    # (iii) reasoning transfer to the large model's Simple prompt.
+    contexts, kept, n_reasoning = {}, {}, {}
+    for i in rest:
+        first = thought[i][0]
+        contexts[i], kept[i], n_reasoning[i] = first.text, None, first.output_tokens
+        if cfg.transfer == "sparse":  # one transformers capture per example: its own prompt and reasoning
+            att = reasoning_attention(cascade.small, first, queries[i].post_prompt, [cfg.sparse.layer], cfg.query)
+            calls[i].append(Call("small", cascade.names["small"], "attention",
+                                 dict(text="", input_tokens=att.input_tokens, output_tokens=0, cached_tokens=0,
+                                      times=dict(preprocess=0.0, vision=0.0, prefill=att.seconds, decode=0.0),
+                                      latency=att.seconds)))
+            contexts[i], kept[i] = sparse_reasoning(cascade.small.loaded.tokenizer, att, cfg.sparse)
+            n_reasoning[i] = len(att.reasoning_ids)
+    for i in pending:  # the first stages' KV caches are no longer needed
+        thought[i][0].cache = None
+    final = stage("large", rest, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens, context=contexts[i])
+                                  for i in rest], mode="transfer")
+    for i in rest:
+        trace = finish(i, "transfer", *final[i])
+        trace.kept_tokens, trace.reasoning_tokens = kept[i], n_reasoning[i]
+    return [traces[i] for i in everyone]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Systems over a list of examples (Table 10's rows in stage order)
+# ---------------------------------------------------------------------------------------------------
+
+def _simple_tokens(bench: Benchmark, simple_tokens: int | None) -> int:
+    return min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
+
+
+def model_batch_system(generator, role: str, mode: str, think_tokens: int,
+                       simple_tokens: int | None = None) -> BatchSystem:
+    """mai.evaluate.model_system over a batch: one model, one prompt mode, one generate_batch."""
+    def run(items: list[Item]) -> list[dict]:
+        requests = [request_for(ex, bench, images, mode, think_tokens, simple_tokens) for ex, bench, images in items]
+        return [_with_roles(r.summary(), role) for r in generate_batch(generator, requests)]
+    return run
+
+
+def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | None = None) -> BatchSystem:
+    """mai.evaluate.transfer_system over a batch: all reasoning in one batch, all answers in another."""
+    def run(items: list[Item]) -> list[dict]:
+        thoughts = generate_batch(small, [request_for(ex, bench, images, "think", think_tokens)
+                                          for ex, bench, images in items])
+        finals = generate_batch(large, [request_for(ex, bench, images, "simple", think_tokens, simple_tokens,
+                                                    context=t.text)
+                                        for (ex, bench, images), t in zip(items, thoughts)])
+        return [transfer_output(t, f) for t, f in zip(thoughts, finals)]
+    return run
+
+
+def cascade_batch_system(cascade: Cascade, simple_tokens: int | None = None) -> BatchSystem:
+    """mai.evaluate.cascade_system over a batch: run_cascade_stage_major."""
+    def run(items: list[Item]) -> list[dict]:
+        queries = [Query(ex.question, images, bench.metric, bench.post_prompt, _simple_tokens(bench, simple_tokens))
+                   for ex, bench, images in items]
+        return [trace_output(t) for t in run_cascade_stage_major(cascade, queries)]
+    return run
+
+
+def run_systems_stage_major(store: RunStore, systems: list[tuple[dict, System, BatchSystem]],
+                            examples: Iterable[Example], chunk: int | None = None, desc: str = "") -> int:
+    """mai.evaluate.run_systems in stage order: per system, its pending examples in chunks of `chunk`
+    (all at once when None), each chunk one batched run, its rows written when it completes (a resumed
+    run skips finished rows). An unreadable example becomes an error row before the batch; a batch that
+    raises is rerun one example at a time (the system's batch-1 function) to isolate the failing one.
+    Returns how many rows were written."""
+    examples = list(examples)
+    written = 0
+    for fields, one, many in systems:
+        todo = [ex for ex in examples if not store.done(row_key(ex.id, *fields.values()))]
+        size = chunk or len(todo) or 1
+        for start in tqdm(range(0, len(todo), size), desc=f"{desc} {'/'.join(map(str, fields.values()))}",
+                          unit="batch", leave=False):
+            items = []
+            for ex in todo[start:start + size]:
+                key = row_key(ex.id, *fields.values())
+                try:
+                    items.append((ex, get_benchmark(ex.benchmark), check_example(ex)))
+                except Exception as err:
+                    store.append(error_row(key, ex, fields, err))
+                    written += 1
+            try:
+                outputs = many(items) if items else []
+            except Exception:  # find the example that fails, keep the others
+                outputs = None
+            for j, (ex, bench, images) in enumerate(items):
+                key = row_key(ex.id, *fields.values())
+                try:
+                    output = outputs[j] if outputs is not None else one(ex, bench, images)
+                    row = scored_row(key, ex, bench, fields, output)
+                except Exception as err:
+                    row = error_row(key, ex, fields, err)
+                store.append(row)
+                written += 1
+    return written

@@ -1,0 +1,89 @@
+"""Stage order against example order: the MAI cascade over the same queries, wall time and answers.
+
+    .venv/bin/python scripts/bench_order.py                  # CPU preset: tiny random models, 10 + 10 synthetic
+    .venv/bin/python scripts/bench_order.py --limit 5 --transfer sparse --sparse-layer 2
+
+--order example answers one query at a time (batch size 1, the paper's latency setting); --order stage
+runs each cascade stage as one batch over the queries routed to it (mai.batch). Both run on the
+transformers backend here, after one untimed warm-up query; images are decoded before either clock
+starts. The two orders alternate --repeats times and the fastest pass of each is kept (the machine may
+be shared: a pass slowed by someone else's load is not the order's cost). Prints both wall times, their
+ratio and whether every trace (route, answer, every call's text and token counts) is identical in every
+pass. Writes nothing.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from mai import cli  # noqa: E402
+from mai.batch import Query, run_cascade_stage_major  # noqa: E402
+from mai.cascade import Cascade  # noqa: E402
+from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.generation import HFGenerator  # noqa: E402
+
+PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=10,
+                             extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
+                                        max_pixels=128 * 128))}
+
+
+def signature(trace) -> tuple:
+    """Everything an answer is made of, without times."""
+    calls = tuple((c.role, c.mode, c.result["text"], c.result["input_tokens"], c.result["output_tokens"], c.answer)
+                  for c in trace.calls)
+    return trace.route, trace.prediction, trace.answer, trace.kept_tokens, calls
+
+
+def main(argv=None):
+    p = cli.parser(__doc__, PRESETS)
+    p.set_defaults(preset="cpu")
+    cli.add_cascade_flags(p)
+    p.add_argument("--repeats", type=int, default=2, help="passes of each order, alternating (default 2)")
+    args = cli.parse(p, PRESETS, argv)
+    config = cli.cascade_config(args)
+    small = HFGenerator(cli.load(args.small, args), args.seed)
+    large = HFGenerator(cli.load(args.large, args), args.seed)
+    cli.check_sparse_layer(config, small.loaded)
+    cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
+    queries = []
+    for name in args.benchmarks:
+        bench = get_benchmark(name)
+        for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name)):
+            queries.append(Query(ex.question, ex.load_images(), bench.metric, bench.post_prompt,
+                                 min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)))
+    q = queries[0]
+    cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens)  # warm-up, untimed
+
+    passes = {"example": [], "stage": []}
+    reference, same = None, []
+    for _ in range(max(args.repeats, 1)):
+        t0 = time.perf_counter()
+        example = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+        t1 = time.perf_counter()
+        stage = run_cascade_stage_major(cascade, queries)
+        t2 = time.perf_counter()
+        passes["example"].append(t1 - t0)
+        passes["stage"].append(t2 - t1)
+        reference = reference or [signature(t) for t in example]
+        same += [signature(t) == ref for run in (example, stage) for t, ref in zip(run, reference)]
+
+    routes = {r: sum(t.route == r for t in example) for r in ("simple", "reasoning", "transfer")}
+    best = {order: min(times) for order, times in passes.items()}
+    ratio = best["example"] / best["stage"]
+    print(f"{len(queries)} queries ({', '.join(args.benchmarks)}) on {small.loaded.label} + {large.loaded.label}: "
+          f"RANDOM weights, SYNTHETIC data, {small.loaded.device}, {small.loaded.dtype}, {torch.get_num_threads()} "
+          f"threads; transfer {config.transfer}, think {config.think_tokens} tokens; routes {routes}")
+    for order, label in (("example", "example order (batch size 1)"), ("stage", "stage order (one batch per stage)")):
+        print(f"{label}: best {best[order]:.2f} s of {', '.join(f'{t:.2f}' for t in passes[order])}")
+    print(f"stage order is {ratio:.2f}x faster; answers identical: {all(same)} "
+          f"({sum(same)}/{len(same)} traces over {len(passes['stage'])} passes of each order)")
+    return dict(example_s=best["example"], stage_s=best["stage"], ratio=ratio, identical=all(same))
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,142 @@
+"""Batched generation and the stage-major cascade give the answers of one-at-a-time, example-major runs.
+
+The tiny models are fp32 on the CPU; greedy rows of a left-padded batch are independent, so the
+batched tokens must equal the batch-1 tokens exactly (not approximately), including where a row stops
+early and the batch pads it, and including second stages continued from a batched first stage's cache.
+"""
+import pytest
+import torch
+
+from mai import metrics
+from mai.attention import SparseOptions
+from mai.batch import Query, run_cascade_stage_major
+from mai.cascade import Cascade, CascadeConfig
+from mai.generation import STAGES, HFGenerator, Request, Result
+
+POST = "\nAnswer the question using a single word or phrase."
+
+
+def _requests(chart_image, n_new=10):
+    """Mixed first stages: images of different sizes (different padding), think and simple modes, a
+    transfer context, a text-only prompt."""
+    sizes = [(320, 240), (120, 90), (200, 60), (64, 64)]
+    reqs = [Request(f"Which bar is tallest? ({k})", [chart_image.resize(s)], "think" if k % 2 else "simple", POST,
+                    n_new, keep_cache=True) for k, s in enumerate(sizes)]
+    reqs.append(Request("Which bar is tallest?", [chart_image], "simple", POST, n_new, context="B is 120 high."))
+    reqs.append(Request("What is two plus two?", [], "simple", POST, n_new, keep_cache=True))
+    return reqs
+
+
+def _same(single: Result, batched: Result):
+    assert (batched.text, batched.input_tokens, batched.output_tokens, batched.first_text) == \
+        (single.text, single.input_tokens, single.output_tokens, single.first_text)
+
+
+def test_generate_batch_equals_one_at_a_time(tiny_small, chart_image, monkeypatch):
+    gen = HFGenerator(tiny_small)
+    reqs = _requests(chart_image)
+    probe = gen.generate(reqs[1])
+    # Make one of the probe's own tokens an eos: rows then stop at different steps, and the batch pads them.
+    new = probe.sequence[0, probe.input_tokens:].tolist()
+    monkeypatch.setattr(tiny_small.model.generation_config, "eos_token_id",
+                        [*tiny_small.eos_token_ids, new[3]])
+    single = [gen.generate(r) for r in reqs]
+    batched = gen.generate_batch(reqs)
+    lengths = {r.output_tokens for r in single}
+    assert min(lengths) < 10 and 10 in lengths, "rows should stop at different steps"
+    for r, s, b in zip(reqs, single, batched):
+        _same(s, b)
+        assert b.batch_size == len(reqs) and s.batch_size is None
+        assert set(b.times) == set(STAGES) and b.summary()["batch_size"] == len(reqs)
+        if r.keep_cache:
+            assert torch.equal(b.sequence, s.sequence) and torch.equal(b.mm_token_type_ids, s.mm_token_type_ids)
+            assert torch.equal(b.rope_deltas, s.rope_deltas)
+            assert b.cache.get_seq_length() == s.cache.get_seq_length() == s.input_tokens + s.output_tokens - 1
+            assert set(b.vision_inputs) == set(s.vision_inputs)
+            for k in s.vision_inputs:
+                assert torch.equal(b.vision_inputs[k], s.vision_inputs[k])
+    # One batch: every request carries an equal share of the same four stage times.
+    assert len({tuple(b.times.values()) for b in batched}) == 1
+    # Second stages from the batched first stages' caches equal those from the batch-1 caches.
+    kept = [(r, s, b) for r, s, b in zip(reqs, single, batched) if r.keep_cache]
+    want = [gen.generate(Request(r.question, r.images, "answer", POST, 6, reuse=s)) for r, s, _ in kept]
+    got = gen.generate_batch([Request(r.question, r.images, "answer", POST, 6, reuse=b) for r, _, b in kept])
+    for w, g in zip(want, got):
+        _same(w, g)
+        assert g.cached_tokens == w.cached_tokens > 0 and g.batch_size == 1
+
+
+def test_generate_batch_groups_by_length_and_chunks(tiny_large, chart_image):
+    gen = HFGenerator(tiny_large, max_batch=2)
+    reqs = [Request("Which bar?", [chart_image], "simple", POST, n) for n in (3, 5, 3, 3, 5)]
+    batched = gen.generate_batch(reqs)
+    assert [b.output_tokens for b in batched] == [3, 5, 3, 3, 5]  # random tiny models never stop early here
+    assert [b.batch_size for b in batched] == [2, 2, 2, 1, 2]  # (3, 3) (3) by max_batch=2; (5, 5)
+    for r, b in zip(reqs, batched):
+        _same(gen.generate(r), b)
+    assert gen.generate_batch([]) == []
+
+
+class ScriptedLarge:
+    """A large model answering by question: agree with the small model at Simple, after its reasoning, or
+    never (so the transfer route is taken); batched or not, the same answers."""
+
+    def __init__(self, simple: dict, transfer: str = "B"):
+        self.simple, self.transfer, self.batches = simple, transfer, []
+
+    def generate(self, request: Request) -> Result:
+        text = self.transfer if request.context else self.simple[request.question]
+        return Result(text=text, input_tokens=30, output_tokens=2, times=dict.fromkeys(STAGES, 0.01))
+
+    def generate_batch(self, requests):
+        self.batches.append(len(requests))
+        results = [self.generate(r) for r in requests]
+        for r in results:
+            r.batch_size = len(requests)
+        return results
+
+
+def _calls(trace):
+    return [(c.role, c.mode, c.result["text"], c.result["input_tokens"], c.result["output_tokens"],
+             c.result["cached_tokens"], c.answer) for c in trace.calls]
+
+
+@pytest.mark.parametrize("transfer", ["full", "sparse"])
+def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart_image, transfer):
+    small = HFGenerator(tiny_small)
+    sparse = SparseOptions(layer=2, delta=0.6) if transfer == "sparse" else None
+    config = CascadeConfig(think_tokens=8, answer_tokens=4, transfer=transfer, sparse=sparse)
+    images = [[chart_image.resize((64 + 40 * k, 64 + 20 * k))] for k in range(4)]
+    queries = [Query(f"Which bar is tallest? ({k})", images[k], "relaxed", POST, 4) for k in range(4)]
+    # What the small model answers, to script agreement: q0 at Simple, q1 after reasoning, q2, q3 never.
+    probe = Cascade(small, ScriptedLarge({q.question: "zebra" for q in queries}), config, "S", "L")
+    first = [probe.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries[:2]]
+    answers = {queries[0].question: first[0].calls[0].result["text"],
+               queries[1].question: first[1].calls[3].result["text"]}
+    assert not metrics.answers_agree(first[1].calls[0].answer, metrics.extract_answer(answers[queries[1].question],
+                                                                                      "relaxed"), "relaxed")
+    large = ScriptedLarge({q.question: answers.get(q.question, "zebra") for q in queries})
+    cascade = Cascade(small, large, config, "S", "L")
+    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    large.batches.clear()
+    got = run_cascade_stage_major(cascade, queries)
+    assert [t.route for t in want] == ["simple", "reasoning", "transfer", "transfer"]
+    for w, g in zip(want, got):
+        assert (g.route, g.prediction, g.answer, g.kept_tokens, g.reasoning_tokens) == \
+            (w.route, w.prediction, w.answer, w.kept_tokens, w.reasoning_tokens)
+        assert _calls(g) == _calls(w)
+        assert g.wall_seconds == pytest.approx(g.totals()["latency"])
+    assert large.batches == [4, 2]  # Simple for all; transfer for the two that reach it
+    sizes = [c.result.get("batch_size") for c in got[2].calls if c.mode != "attention"]
+    # small Simple, large Simple, think (3 disagree), answer (from its own cache), transfer (2 left)
+    assert sizes == [4, 4, 3, 1, 2]
+
+
+def test_stage_order_with_two_real_models(tiny_small, tiny_large, chart_image):
+    config = CascadeConfig(think_tokens=6, answer_tokens=3)
+    cascade = Cascade(HFGenerator(tiny_small), HFGenerator(tiny_large), config, "S", "L")
+    queries = [Query(q, [chart_image.resize(s)], "relaxed", POST, 3)
+               for q, s in (("Which bar is tallest?", (320, 240)), ("How many bars?", (90, 160)))]
+    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    got = run_cascade_stage_major(cascade, queries)
+    assert [(t.route, t.prediction, _calls(t)) for t in got] == [(t.route, t.prediction, _calls(t)) for t in want]
