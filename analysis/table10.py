@@ -49,6 +49,7 @@ def build(run_dir, report_dir) -> dict:
     if memory_path.exists():
         mem = json.loads(memory_path.read_text())
         note += " Peak memory with both models: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(mem.items())) + "."
+    note += scale_note(config)
     df = summarize(rows)
     if "chartqa" in set(df.benchmark):
         df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get(s) if b == "chartqa" else None
@@ -63,6 +64,20 @@ def build(run_dir, report_dir) -> dict:
             if r[col] is not None and r[col] == r[col]:
                 summary[f"{r.benchmark}/{r.system}/{col}"] = float(r[col])
     return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+
+
+def scale_note(config: dict) -> str:
+    """How the run was served, when not the paper's way (transformers, one query at a time)."""
+    note = ""
+    if config.get("backend", "hf") != "hf":
+        note += (f" Backend {config['backend']} (tensor parallel {config.get('tensor_parallel', 1)}); peak memory "
+                 "counts this process only, not the vLLM engines' reserved share of the GPU.")
+    if config.get("order", "example") == "stage":
+        note += (" Stage order: each call's times are its batch's divided by the batch size (machine time per "
+                 "query, a throughput measure), not the batch-1 latency of the paper.")
+    if config.get("merged_shards"):
+        note += f" Merged from {config['merged_shards']} shards."
+    return note
 
 
 def _plot(df: pd.DataFrame, path: Path, note: str) -> None:

@@ -197,3 +197,119 @@ def finish(store, tracker, outputs: dict) -> None:
     print("\n" + outputs["markdown"])
     print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
           f"figures: {', '.join(map(str, outputs['figures']))}")
+
+
+# -- serving at scale: backend, execution order, tensor parallelism, shards ------------------------------
+
+BACKENDS = ("hf", "vllm")
+ORDERS = ("example", "stage")
+
+
+def add_scale_flags(p: argparse.ArgumentParser) -> None:
+    """Flags for running at scale: which backend, which execution order, how many GPUs, which shard."""
+    g = p.add_argument_group("running at scale")
+    g.add_argument("--backend", choices=BACKENDS, default="hf",
+                   help="hf: transformers (default); vllm: vLLM, CUDA only (pip install -r requirements-gpu.txt)")
+    g.add_argument("--order", choices=ORDERS, default="example",
+                   help="example: one query at a time, batch size 1 (latency: the paper's setting, default); "
+                        "stage: each cascade stage runs as one batch over the examples routed to it (throughput)")
+    g.add_argument("--batch-size", type=int,
+                   help="--order stage: examples per stage-major batch, rows written after each "
+                        "(default: 8 with hf, 256 with vllm)")
+    g.add_argument("--tensor-parallel", type=int, default=1,
+                   help="vllm: GPUs per model, vLLM's tensor parallelism (default 1)")
+    g.add_argument("--shard", help="I/N: run only the I-th (0-based) of N deterministic shards of the examples, "
+                   "in run <run-name>-shardIofN; merge them with python -m analysis.merge_shards")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.85,
+                   help="vllm: fraction of GPU memory for both models together, half each (default 0.85)")
+    g.add_argument("--max-model-len", type=int, default=16384, help="vllm: longest prompt + output (default 16384)")
+    g.add_argument("--vllm-eager", action="store_true",
+                   help="vllm: no CUDA graphs or compilation (starts faster, decodes slower)")
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """'I/N' -> (I, N) with 0 <= I < N; None -> (0, 1)."""
+    if text is None:
+        return 0, 1
+    i, sep, n = str(text).partition("/")
+    if not (sep and i.strip().isdigit() and n.strip().isdigit() and 0 <= int(i) < int(n)):
+        raise MaiError(f"--shard wants I/N with 0 <= I < N (e.g. 0/4 for the first of four), got '{text}'")
+    return int(i), int(n)
+
+
+def shard_examples(examples: list, shard: str | None) -> list:
+    """The examples of one shard: every N-th example from the I-th, of the deterministic example list
+    (benchmarks in order, each subsampled with --limit and --seed), so the N shards partition it."""
+    i, n = parse_shard(shard)
+    return list(examples)[i::n]
+
+
+def check_scale(args: argparse.Namespace) -> None:
+    """Validate the scale flags (before anything is loaded or written): vLLM present when asked for, a
+    well-formed shard, whose run name gets a -shardIofN suffix, and the order's default batch size."""
+    if args.tensor_parallel < 1:
+        raise MaiError("--tensor-parallel must be at least 1")
+    if args.backend == "vllm":
+        from mai.vllm_backend import require_vllm
+
+        require_vllm()
+        if not 0 < args.gpu_memory_utilization <= 1:
+            raise MaiError(f"--gpu-memory-utilization must lie in (0, 1], got {args.gpu_memory_utilization}")
+    elif args.tensor_parallel != 1:
+        raise MaiError("--tensor-parallel is vLLM's: add --backend vllm "
+                       "(the hf backend runs each model on one device)")
+    if args.batch_size is None:
+        args.batch_size = 256 if args.backend == "vllm" else 8
+    if args.batch_size < 1:
+        raise MaiError("--batch-size must be at least 1")
+    i, n = parse_shard(args.shard)
+    if args.shard is not None:
+        args.shard = f"{i}/{n}"
+        args.run_name = f"{args.run_name}-shard{i}of{n}"
+
+
+def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple:
+    """The small and the large model's generators on the chosen backend, recorded in models.json; with
+    a sparse-transfer config, its layer is checked against the small model's."""
+    if args.backend == "hf":
+        from mai.generation import HFGenerator
+
+        small_model, large_model = load(args.small, args, store), load(args.large, args, store)
+        if config is not None:
+            check_sparse_layer(config, small_model)
+        return HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
+
+    import json
+
+    from mai.vllm_backend import VLLMGenerator
+
+    if config is not None and config.sparse is not None:
+        n_layers = _text_layers(args.small)
+        if not 0 <= config.sparse.layer < n_layers:
+            raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
+                           f"0..{n_layers - 1}")
+    generators = []
+    for spec in (args.small, args.large):
+        gen = VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
+                            gpu_memory_utilization=args.gpu_memory_utilization / 2,
+                            max_model_len=args.max_model_len, enforce_eager=args.vllm_eager,
+                            hf_device=args.device, **pixel_kwargs(args))
+        if store is not None:
+            path = store.dir / "models.json"
+            described = json.loads(path.read_text()) if path.exists() else {}
+            described[gen.label] = gen.describe()
+            store.write_json("models.json", described)
+        generators.append(gen)
+    return tuple(generators)
+
+
+def _text_layers(spec: str) -> int:
+    """Decoder layers of a model, from its config alone (no weights)."""
+    from mai.models import ARCHITECTURES, architecture_config
+
+    if spec in ARCHITECTURES:
+        return architecture_config(spec).text_config.num_hidden_layers
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(spec)
+    return getattr(config, "text_config", config).num_hidden_layers

@@ -1,0 +1,339 @@
+"""The vLLM backend: the Request -> Result interface of mai.generation.HFGenerator, served by vLLM.
+
+    VLLMGenerator("Qwen/Qwen3-VL-8B-Instruct", tensor_parallel_size=2).generate_batch(requests)
+    VLLMGenerator("qwen3-vl-8b")   # random weights of the real shape: load_format="dummy", no hub
+
+vLLM is imported only when a VLLMGenerator is built; without it, a MaiError says how to install it.
+Everything else here (prompt ids, sampling fields, the dummy checkpoint directory) is plain Python and
+is tested on a machine without vLLM.
+
+- Prompts. The same chat template as the transformers backend (mai.prompts), submitted as token ids with
+  one <|image_pad|> per image (vLLM's processor expands it, as the transformers processor does) and the
+  PIL images in multi_modal_data. Prefix caching is on.
+- Greedy. SamplingParams(temperature=0, max_tokens, min_tokens, stop_token_ids = the eos ids, neutral
+  penalties); a checkpoint's generation_config.json sampling defaults are ignored (generation_config=
+  "vllm"), as the transformers backend builds its GenerationConfig from scratch.
+- Second stage (mode "answer"): prompt = the first stage's prompt ids + its generated ids without a
+  closing eos + the rendered suffix, with the same images. The first stage's blocks are then found in
+  the prefix cache; Result.cached_tokens is vLLM's num_cached_tokens. A first stage's Result.cache
+  holds a PrefixState (what a second stage needs), not a KV cache.
+- Sparse transfer. vLLM returns no attention weights: `attention_over_reasoning` runs one transformers
+  prefill of the small model (built on first use, so only when an example reaches sparse transfer) over
+  prompt + reasoning + suffix, through mai.transfer.capture_reasoning. With random weights that
+  transformers copy is NOT vLLM's dummy weights (the capture then checks machinery, nothing else).
+- Times. vLLM does not split vision / prefill / decode per request. Result.times keeps the four keys:
+  prefill = first token - scheduled, decode = last token - first token (from RequestOutput.metrics when
+  vLLM fills it), vision = 0 (inside prefill), preprocess = the rest of the call's wall time (input
+  processing, queueing, detokenization). Without metrics the whole wall time is put under decode and
+  Result.stats["timing"] says so. In a batch each request's split is divided by the batch size, so the
+  times of a batch's requests sum to its wall time, as in the transformers backend (Result.batch_size).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mai import MaiError, prompts
+from mai.generation import STAGES, Request, Result
+from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, TOKENIZER_DIR,
+                        model_label)
+
+INSTALL_HINT = "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
+_DTYPES = {"auto": "auto", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
+           "fp32": "float32", "float32": "float32"}
+
+
+def require_vllm():
+    """The vllm module, or a one-line MaiError saying how to install it."""
+    try:
+        import vllm
+    except ImportError:
+        raise MaiError(INSTALL_HINT) from None
+    return vllm
+
+
+@dataclasses.dataclass
+class PrefixState:
+    """What a second stage needs of its first stage on vLLM: the prefix it extends (prefix caching keeps
+    its KV blocks), and what a transformers capture of the small model's attention needs."""
+
+    prompt: str  # the rendered first-stage prompt (one <|image_pad|> per image)
+    prompt_ids: list[int]  # its token ids as submitted (placeholders not expanded)
+    reasoning_ids: list[int]  # the generated ids, a closing eos dropped
+    images: list
+    first_text: str
+
+
+# ---------------------------------------------------------------------------------------------------
+# Requests (pure: no vLLM import)
+# ---------------------------------------------------------------------------------------------------
+
+def sampling_fields(request: Request, eos_token_ids: list[int]) -> dict:
+    """SamplingParams keyword arguments for greedy decoding with the transformers backend's limits."""
+    return dict(temperature=0.0, max_tokens=request.max_new_tokens, min_tokens=request.min_new_tokens,
+                stop_token_ids=list(eos_token_ids), repetition_penalty=1.0, presence_penalty=0.0,
+                frequency_penalty=0.0, skip_special_tokens=True)
+
+
+def build_prompt(processor, request: Request, thinking: bool = False) -> tuple[dict, PrefixState]:
+    """The vLLM prompt (a TokensPrompt as a dict) for one request, and the prefix a second stage extends.
+
+    First stages render the chat template as the transformers backend does; a second stage (mode
+    "answer") appends the first stage's reasoning ids and the rendered suffix to the first stage's ids."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    if request.mode == "answer":
+        first = request.reuse
+        state = first.cache if first is not None else None
+        if not isinstance(state, PrefixState):
+            raise ValueError("mode 'answer' continues a first stage: pass reuse=<vLLM Result with keep_cache>")
+        suffix = prompts.second_stage_suffix(processor, len(state.images), state.first_text, request.post_prompt,
+                                             thinking)
+        ids = state.prompt_ids + state.reasoning_ids + tokenizer(suffix, add_special_tokens=False).input_ids
+        images = state.images
+    else:
+        text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking)
+        prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think")
+        ids = tokenizer(prompt, add_special_tokens=False).input_ids
+        images = list(request.images)
+        state = PrefixState(prompt, list(ids), [], images, text)
+    out: dict[str, Any] = {"prompt_token_ids": list(ids)}
+    if images:
+        out["multi_modal_data"] = {"image": images[0] if len(images) == 1 else list(images)}
+    return out, state
+
+
+def output_length(token_ids: list[int], finish_reason: str | None, stop_reason, eos_token_ids) -> int:
+    """Generated tokens as the transformers backend counts them: a closing eos included (it cost a decode
+    step), whether or not vLLM kept it in token_ids."""
+    n = len(token_ids)
+    stopped_on_token = finish_reason == "stop" and (stop_reason is None or isinstance(stop_reason, int))
+    if stopped_on_token and not (token_ids and token_ids[-1] in eos_token_ids):
+        n += 1
+    return n
+
+
+def stage_times(metrics, wall: float, batch_size: int = 1) -> tuple[dict[str, float], bool]:
+    """Result.times from a request's metrics (V0 RequestMetrics or V1 RequestStateStats) and the call's
+    wall time; False when vLLM gave no timestamps (all of the wall time is then under decode)."""
+    def first_of(*names):
+        for name in names:
+            value = getattr(metrics, name, None) if metrics is not None else None
+            if value is not None:
+                return float(value)
+        return None
+
+    scheduled = first_of("first_scheduled_time", "scheduled_ts")
+    first = first_of("first_token_time", "first_token_ts")
+    last = first_of("last_token_ts", "finished_time", "last_token_time")  # V0's last_token_time can be stale
+    times = dict.fromkeys(STAGES, 0.0)
+    if None in (scheduled, first, last):
+        times["decode"] = wall / batch_size
+        return times, False
+    prefill, decode = max(first - scheduled, 0.0), max(last - first, 0.0)
+    scale = min(1.0, wall / (prefill + decode)) if prefill + decode > 0 else 1.0  # clocks of two processes
+    times.update(prefill=prefill * scale / batch_size, decode=decode * scale / batch_size)
+    times["preprocess"] = max(wall / batch_size - times["prefill"] - times["decode"], 0.0)
+    return times, True
+
+
+# ---------------------------------------------------------------------------------------------------
+# Random weights of a real shape, from a local directory (no hub)
+# ---------------------------------------------------------------------------------------------------
+
+def write_dummy_checkpoint(name: str, directory, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> Path:
+    """A checkpoint directory without weights for vLLM's load_format="dummy": the architecture's config
+    (with the rope fields older transformers read too), the shipped tokenizer (the real 151,936-token
+    vocabulary), the image and video processor configs and a generation config with the eos ids."""
+    from mai.models import architecture_config
+
+    if name not in ARCHITECTURES:
+        raise MaiError(f"random weights need an architecture name ({', '.join(ARCHITECTURES)}), got '{name}'")
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    config = architecture_config(name)
+    config.architectures = ["Qwen3VLForConditionalGeneration"]
+    config.save_pretrained(out)
+    data = json.loads((out / "config.json").read_text())
+    text = data["text_config"]
+    rope = text.get("rope_parameters") or {}
+    text.setdefault("rope_theta", rope.get("rope_theta", 5_000_000.0))
+    text.setdefault("rope_scaling", {k: v for k, v in rope.items() if k != "rope_theta"})
+    for cfg in (data, text, data["vision_config"]):
+        cfg["torch_dtype"] = cfg["dtype"] = "bfloat16"
+    (out / "config.json").write_text(json.dumps(data, indent=2) + "\n")
+
+    shutil.copy(TOKENIZER_DIR / "tokenizer.json", out / "tokenizer.json")
+    template = (TOKENIZER_DIR / "chat_template.jinja").read_text()
+    (out / "chat_template.jinja").write_text(template)
+    shipped = json.loads((TOKENIZER_DIR / "tokenizer_config.json").read_text())
+    # A class every transformers version knows (the shipped config names transformers 5's backend class).
+    (out / "tokenizer_config.json").write_text(json.dumps(dict(
+        tokenizer_class="PreTrainedTokenizerFast", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        model_max_length=shipped.get("model_max_length", 262144), clean_up_tokenization_spaces=False,
+        chat_template=template), indent=2) + "\n")
+    vision = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3,
+                  do_resize=True, do_rescale=True, do_normalize=True, do_convert_rgb=True,
+                  processor_class="Qwen3VLProcessor")
+    (out / "preprocessor_config.json").write_text(json.dumps(dict(
+        vision, image_processor_type="Qwen2VLImageProcessor", min_pixels=min_pixels, max_pixels=max_pixels,
+        size={"shortest_edge": min_pixels, "longest_edge": max_pixels}), indent=2) + "\n")
+    (out / "video_preprocessor_config.json").write_text(json.dumps(dict(
+        vision, video_processor_type="Qwen3VLVideoProcessor",
+        size={"shortest_edge": 4096, "longest_edge": 25165824}), indent=2) + "\n")
+    (out / "generation_config.json").write_text(json.dumps(dict(
+        eos_token_id=[IM_END_ID, ENDOFTEXT_ID], pad_token_id=ENDOFTEXT_ID), indent=2) + "\n")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The generator
+# ---------------------------------------------------------------------------------------------------
+
+class VLLMGenerator:
+    """One model served by an offline vllm.LLM, with generate(Request) and generate_batch(requests)."""
+
+    def __init__(self, spec: str, *, tensor_parallel_size: int = 1, dtype: str = "auto", seed: int = 0,
+                 gpu_memory_utilization: float = 0.45, max_model_len: int | None = 16384,
+                 enforce_eager: bool = False, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS,
+                 max_images: int = 1, hf_device: str = "auto"):
+        from mai import hub
+        from mai.models import checkpoint_processor, is_local_or_hub_id, offline_processor
+
+        vllm = require_vllm()
+        if dtype not in _DTYPES:
+            raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
+        self.spec, self.label, self.seed = spec, model_label(spec), seed
+        self.random_weights = spec in ARCHITECTURES
+        self.thinking = "thinking" in spec.lower()
+        self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
+        self.hf_device, self.dtype = hf_device, dtype
+        self._loaded = None
+        self._tmp = None
+        if self.random_weights:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
+            path = str(write_dummy_checkpoint(spec, self._tmp.name, min_pixels, max_pixels))
+            self.processor = offline_processor(min_pixels, max_pixels)
+        elif is_local_or_hub_id(spec):
+            reason = None if Path(spec).exists() else hub.unreachable()
+            if reason is not None:
+                raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Pass a local "
+                               "checkpoint directory instead, e.g. --small /data/Qwen3-VL-2B-Instruct")
+            path = spec
+            self.processor = checkpoint_processor(spec, min_pixels, max_pixels)
+        else:
+            raise MaiError(f"unknown model '{spec}'; give a hub id, a local checkpoint directory, or a "
+                           f"random-weight architecture: {', '.join(ARCHITECTURES)}")
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.eos_token_ids = [IM_END_ID, ENDOFTEXT_ID]
+        self.engine_args = dict(
+            model=path, tokenizer=path, tensor_parallel_size=tensor_parallel_size, dtype=_DTYPES[dtype], seed=seed,
+            enable_prefix_caching=True, limit_mm_per_prompt={"image": max_images, "video": 0},
+            gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+            enforce_eager=enforce_eager, generation_config="vllm", disable_log_stats=False)
+        if self.random_weights:  # the image bounds are in the written preprocessor_config.json
+            self.engine_args["load_format"] = "dummy"
+        else:  # the checkpoint's own bounds are not lmms-eval's: resize images as the transformers backend does
+            size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
+            self.engine_args["mm_processor_kwargs"] = {"size": size}
+        t0 = time.perf_counter()
+        self.llm = vllm.LLM(**self.engine_args)
+        self.build_seconds = time.perf_counter() - t0
+        self._SamplingParams = vllm.SamplingParams
+        self._warned = False
+
+    def describe(self) -> dict:
+        """What this model is, for a run's models.json."""
+        import importlib.metadata as md
+
+        return dict(spec=self.spec, label=self.label, random_weights=self.random_weights, thinking=self.thinking,
+                    backend="vllm", vllm=md.version("vllm"), dtype=self.engine_args["dtype"],
+                    tensor_parallel_size=self.engine_args["tensor_parallel_size"],
+                    load_format=self.engine_args.get("load_format", "auto"), build_s=round(self.build_seconds, 3))
+
+    # -- generation ------------------------------------------------------------------------------------
+
+    def generate(self, request: Request) -> Result:
+        return self._run([request], batch=False)[0]
+
+    def generate_batch(self, requests: list[Request]) -> list[Result]:
+        """All requests in one vLLM call (vLLM schedules them); each Result's times are its share."""
+        return self._run(list(requests), batch=True) if requests else []
+
+    def _run(self, requests: list[Request], batch: bool) -> list[Result]:
+        built = [build_prompt(self.processor, r, self.thinking) for r in requests]
+        params = [self._SamplingParams(**sampling_fields(r, self.eos_token_ids)) for r in requests]
+        t0 = time.perf_counter()
+        outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
+        wall = time.perf_counter() - t0
+        n = len(requests)
+        results = []
+        for request, (_, state), out in zip(requests, built, outputs):
+            done = out.outputs[0]
+            ids = list(done.token_ids)
+            times, timed = stage_times(getattr(out, "metrics", None), wall, n)
+            result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                            input_tokens=len(out.prompt_token_ids or []),
+                            output_tokens=output_length(ids, done.finish_reason, done.stop_reason,
+                                                        self.eos_token_ids),
+                            times=times, cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0),
+                            first_text=state.first_text)
+            if not timed:
+                result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
+            if batch:
+                result.batch_size = n
+            if request.keep_cache and request.mode != "answer":
+                reasoning = ids[:-1] if ids and ids[-1] in self.eos_token_ids else ids
+                result.cache = dataclasses.replace(state, reasoning_ids=reasoning)
+            results.append(result)
+        return results
+
+    # -- sparse transfer: attention from one transformers prefill --------------------------------------
+
+    @property
+    def loaded(self):
+        """The transformers copy of this model (built on first use; see the module doc)."""
+        if self._loaded is None:
+            from mai.models import load_model
+
+            self._loaded = load_model(self.spec, device=self.hf_device, dtype=self.dtype, seed=self.seed,
+                                      **self.pixels)
+        return self._loaded
+
+    def attention_over_reasoning(self, first: Result, post_prompt: str, layers="all", query: str = "answer"):
+        """mai.transfer.attention_over_reasoning for a vLLM first stage: one transformers forward of the
+        small model over prompt + reasoning (+ the second stage's suffix when query == "answer")."""
+        import torch
+
+        from mai.transfer import QUERIES, capture_reasoning
+
+        if query not in QUERIES:
+            raise ValueError(f"query must be one of {QUERIES}, got {query!r}")
+        state = first.cache
+        if not isinstance(state, PrefixState):
+            raise ValueError("the first stage must be generated with keep_cache=True to transfer sparsely")
+        lm = self.loaded
+        inputs = dict(lm.processor(text=[state.prompt], images=state.images or None, return_tensors="pt"))
+        start = inputs["input_ids"].shape[1]
+        if start != first.input_tokens and not self._warned:
+            self._warned = True
+            print(f"warning: the transformers processor gives {start} prompt tokens where vLLM gave "
+                  f"{first.input_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
+        parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
+        if query == "answer":
+            suffix = prompts.second_stage_suffix(lm.processor, len(state.images), state.first_text, post_prompt,
+                                                 lm.thinking)
+            parts.append(lm.tokenizer(suffix, add_special_tokens=False, return_tensors="pt").input_ids)
+        ids = torch.cat(parts, dim=1)
+        mm = torch.zeros_like(ids)
+        mm[:, :start] = inputs["mm_token_type_ids"]
+        vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
+        if "pixel_values" in vision:
+            vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
+        return capture_reasoning(lm.model, dict(input_ids=ids, mm_token_type_ids=mm, **vision), start,
+                                 list(state.reasoning_ids), layers)

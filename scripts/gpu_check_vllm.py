@@ -1,0 +1,150 @@
+"""The vLLM half of scripts/gpu_check.sh: one pair of engines (random weights of the real 2B and 8B shapes,
+load_format="dummy", no hub), then
+
+  1. a stage profile like experiments/03's: a simulated query (random-noise image, a question of ordinary
+     words) with the output length forced (min_tokens = max_tokens), warm-up runs first, batch size 1;
+  2. the MAI cascade in example order and in stage order over synthetic examples: wall times, their ratio,
+     whether the answers are identical, and the second stage's prefix-cache hits.
+
+    python scripts/gpu_check_vllm.py --out /tmp/check/vllm.json
+    python scripts/gpu_check_vllm.py --small qwen3-vl-2b --large qwen3-vl-8b --runs 5 --output-tokens 16,128
+
+Random weights make every answer meaningless; the times, token counts, routes and cache hits are real.
+Prints every number with what produced it and writes them to --out as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WORDS = ("what is the value of the tallest bar in the chart and how does it compare with the other bars "
+         "shown for each year in the picture").split()
+
+
+def simulated_query(tokenizer, n_tokens: int, size: int, seed: int):
+    import numpy as np
+    from PIL import Image
+
+    words, ids = [], []
+    while len(ids) < n_tokens:
+        words.append(WORDS[len(words) % len(WORDS)])
+        ids = tokenizer(" ".join(words), add_special_tokens=False).input_ids
+    question = tokenizer.decode(ids[:n_tokens]).strip()
+    rng = np.random.default_rng(seed)
+    return question, Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8))
+
+
+def profile(gen, question, image, lengths, warmup: int, runs: int) -> list[dict]:
+    from mai.generation import Request
+
+    out = []
+    for n in lengths:
+        request = Request(question=question, images=[image], mode="simple", min_new_tokens=n, max_new_tokens=n)
+        for _ in range(warmup):
+            gen.generate(request)
+        results = [gen.generate(request) for _ in range(runs)]
+        mean = lambda xs: statistics.fmean(xs)  # noqa: E731
+        row = dict(model=gen.label, output_tokens=n, input_tokens=results[0].input_tokens,
+                   generated=results[0].output_tokens, latency_s=mean([r.latency for r in results]),
+                   latency_std_s=statistics.pstdev([r.latency for r in results]),
+                   prefill_s=mean([r.times["prefill"] for r in results]),
+                   decode_s=mean([r.times["decode"] for r in results]),
+                   preprocess_s=mean([r.times["preprocess"] for r in results]),
+                   timed_by=(results[0].stats or {}).get("timing", "vLLM request metrics"))
+        row["decode_ms_per_token"] = 1000 * row["decode_s"] / max(n - 1, 1)
+        row["prefill_ms_per_token"] = 1000 * row["prefill_s"] / max(row["input_tokens"], 1)
+        out.append(row)
+        print(f"  {gen.label:>4} out={n:<4} in={row['input_tokens']:<5} latency {row['latency_s'] * 1000:8.1f} ms "
+              f"(std {row['latency_std_s'] * 1000:.1f})  prefill {row['prefill_s'] * 1000:7.1f} ms "
+              f"({row['prefill_ms_per_token']:.3f} ms/token)  decode {row['decode_ms_per_token']:.2f} ms/token  "
+              f"[{row['timed_by']}]", flush=True)
+    return out
+
+
+def cascade_orders(small, large, limit: int, think: int, seed: int) -> dict:
+    from mai.batch import Query, run_cascade_stage_major
+    from mai.cascade import Cascade, CascadeConfig
+    from mai.data import get_benchmark, load_benchmark
+
+    queries = []
+    for name in ("synth-chartqa", "synth-pope"):
+        bench = get_benchmark(name)
+        for ex in load_benchmark(name, limit, seed):
+            queries.append(Query(ex.question, ex.load_images(), bench.metric, bench.post_prompt,
+                                 min(bench.max_new_tokens, 16)))
+    cascade = Cascade(small, large, CascadeConfig(think_tokens=think, answer_tokens=16), small.label, large.label)
+
+    def sig(t):  # cached tokens left out: the prefix cache is warmer in the second pass
+        return t.route, t.prediction, [(c.mode, c.result["text"], c.result["output_tokens"]) for c in t.calls]
+
+    t0 = time.perf_counter()
+    example = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    t1 = time.perf_counter()
+    stage = run_cascade_stage_major(cascade, queries)
+    t2 = time.perf_counter()
+    same = sum(sig(a) == sig(b) for a, b in zip(example, stage))
+    answer_calls = [c for t in example for c in t.calls if c.mode == "answer"]
+    out = dict(queries=len(queries), think_tokens=think, example_s=t1 - t0, stage_s=t2 - t1,
+               ratio=(t1 - t0) / (t2 - t1), identical=same,
+               routes={r: sum(t.route == r for t in example) for r in ("simple", "reasoning", "transfer")},
+               answer_stage_cached_tokens=[c.result["cached_tokens"] for c in answer_calls],
+               answer_stage_input_tokens=[c.result["input_tokens"] for c in answer_calls])
+    print(f"  {len(queries)} synthetic queries, think {think} tokens, routes {out['routes']}")
+    print(f"  example order (batch 1): {out['example_s']:.2f} s; stage order: {out['stage_s']:.2f} s; "
+          f"ratio {out['ratio']:.2f}x; identical answers {same}/{len(queries)}")
+    print(f"  second stage (example order): prefix-cache hits {out['answer_stage_cached_tokens']} of input "
+          f"{out['answer_stage_input_tokens']} tokens", flush=True)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", default="qwen3-vl-2b")
+    ap.add_argument("--large", default="qwen3-vl-8b")
+    ap.add_argument("--output-tokens", default="16,128")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=4, help="synthetic examples per benchmark for the cascade")
+    ap.add_argument("--think-tokens", type=int, default=64)
+    ap.add_argument("--eager", type=int, default=1, help="1: enforce_eager (fast start, slower decode)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="gpu_check_vllm.json")
+    a = ap.parse_args(argv)
+
+    import torch
+
+    from mai.vllm_backend import VLLMGenerator
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
+    report = dict(gpu=gpu, weights="RANDOM (load_format=dummy) of the real shapes", data="SIMULATED / SYNTHETIC",
+                  enforce_eager=bool(a.eager), engines={}, profile=[], cascade=None)
+    gens = {}
+    for role, spec in (("small", a.small), ("large", a.large)):
+        t0 = time.perf_counter()
+        gens[role] = VLLMGenerator(spec, gpu_memory_utilization=0.38, max_model_len=8192, enforce_eager=bool(a.eager),
+                                   seed=a.seed)  # lmms-eval's pixel bounds: 448x448 stays as is (196 image tokens)
+        report["engines"][spec] = gens[role].describe()
+        print(f"engine {spec}: built in {time.perf_counter() - t0:.1f} s ({gens[role].describe()})", flush=True)
+    print(f"\n[vLLM profile] {gpu}; random weights of the real shapes; simulated 448x448 image + 32-token question; "
+          f"batch size 1; {a.warmup} warm-up + {a.runs} runs each; enforce_eager={bool(a.eager)}")
+    lengths = [int(x) for x in a.output_tokens.split(",")]
+    for gen in gens.values():
+        question, image = simulated_query(gen.tokenizer, 32, 448, a.seed)
+        report["profile"] += profile(gen, question, image, lengths, a.warmup, a.runs)
+    print(f"\n[vLLM cascade] {gens['small'].label} + {gens['large'].label}, example order vs stage order "
+          "(answers mean nothing: random weights)")
+    report["cascade"] = cascade_orders(gens["small"], gens["large"], a.limit, a.think_tokens, a.seed)
+    Path(a.out).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(f"\nwritten: {a.out}")
+
+
+if __name__ == "__main__":
+    from mai.cli import run
+
+    run(main)  # without vLLM: one line saying how to install it

@@ -1,0 +1,142 @@
+"""The vLLM backend's plain-Python parts, on a machine without vLLM: the prompts it would submit equal the
+transformers backend's (before the processor expands the image placeholder), greedy sampling fields,
+token counting, stage times, the random-weight checkpoint directory, and the one-line install error.
+The engine itself runs in scripts/gpu_check.sh on a GPU."""
+import dataclasses
+import importlib.util
+import itertools
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from mai import MaiError
+from mai.generation import STAGES, HFGenerator, Request, Result
+from mai.models import IMAGE_TOKEN_ID, VOCAB_SIZE
+from mai.transfer import attention_over_reasoning
+from mai.vllm_backend import (INSTALL_HINT, PrefixState, VLLMGenerator, build_prompt, output_length,
+                              sampling_fields, stage_times, write_dummy_checkpoint)
+
+POST = "\nAnswer the question using a single word or phrase."
+EOS = [151645, 151643]
+
+
+def _collapse(ids) -> list[int]:
+    """Token ids with each run of image placeholders collapsed to one, as before the processor expands it."""
+    out = []
+    for token, run in itertools.groupby(ids.tolist() if torch.is_tensor(ids) else ids):
+        out += [token] if token == IMAGE_TOKEN_ID else list(run)
+    return out
+
+
+@pytest.mark.parametrize("mode,context", [("simple", None), ("think", None), ("simple", "B is tallest.")])
+def test_first_stage_prompt_is_the_transformers_prompt(tiny_small, chart_image, mode, context):
+    request = Request("Which bar is tallest?", [chart_image], mode, POST, 8, context=context)
+    prompt, state = build_prompt(tiny_small.processor, request)
+    hf_ids = HFGenerator(tiny_small)._inputs(request)[0]["input_ids"][0]
+    assert prompt["prompt_token_ids"] == _collapse(hf_ids) == state.prompt_ids
+    assert prompt["prompt_token_ids"].count(IMAGE_TOKEN_ID) == 1
+    assert prompt["multi_modal_data"] == {"image": chart_image}
+    assert state.first_text.startswith("Reasoning from another model" if context else "Which bar")
+
+
+def test_second_stage_prompt_extends_the_first(tiny_small, chart_image):
+    """The answer stage's ids: first prompt + reasoning (closing eos dropped) + suffix, as on transformers."""
+    gen = HFGenerator(tiny_small)
+    first_request = Request("Which bar is tallest?", [chart_image], "think", POST, 8, keep_cache=True)
+    hf_first = gen.generate(first_request)
+    _, state = build_prompt(tiny_small.processor, first_request)
+    state.reasoning_ids = gen.reasoning_ids(hf_first).tolist()
+    vllm_first = Result(text=hf_first.text, input_tokens=hf_first.input_tokens, output_tokens=hf_first.output_tokens,
+                        times=dict.fromkeys(STAGES, 0.0), cache=state, first_text=state.first_text)
+    answer = Request("Which bar is tallest?", [chart_image], "answer", POST, 4)
+    prompt, _ = build_prompt(tiny_small.processor, dataclasses.replace(answer, reuse=vllm_first))
+    hf_ids = gen._inputs(dataclasses.replace(answer, reuse=hf_first))[0]["input_ids"][0]
+    assert prompt["prompt_token_ids"] == _collapse(hf_ids)
+    assert prompt["prompt_token_ids"][:len(state.prompt_ids)] == state.prompt_ids  # a prefix: cached blocks
+    assert prompt["multi_modal_data"] == {"image": chart_image}
+    with pytest.raises(ValueError, match="continues a first stage"):
+        build_prompt(tiny_small.processor, dataclasses.replace(answer, reuse=hf_first))
+
+
+def test_prompt_without_and_with_several_images(tiny_small, chart_image):
+    prompt, _ = build_prompt(tiny_small.processor, Request("Two plus two?", [], "simple", POST, 4))
+    assert "multi_modal_data" not in prompt
+    prompt, _ = build_prompt(tiny_small.processor, Request("Same?", [chart_image, chart_image], "simple", POST, 4))
+    assert prompt["multi_modal_data"] == {"image": [chart_image, chart_image]}
+    assert prompt["prompt_token_ids"].count(IMAGE_TOKEN_ID) == 2
+
+
+def test_sampling_fields_are_greedy_with_the_request_limits():
+    fields = sampling_fields(Request("q", [], "simple", POST, max_new_tokens=16, min_new_tokens=4), EOS)
+    assert fields == dict(temperature=0.0, max_tokens=16, min_tokens=4, stop_token_ids=EOS, repetition_penalty=1.0,
+                          presence_penalty=0.0, frequency_penalty=0.0, skip_special_tokens=True)
+
+
+def test_output_length_counts_a_closing_eos_once():
+    assert output_length([5, 6, 151645], "stop", None, EOS) == 3  # eos kept in token_ids
+    assert output_length([5, 6], "stop", None, EOS) == 3  # eos dropped by vLLM: it still cost a step
+    assert output_length([5, 6], "stop", 151643, EOS) == 3
+    assert output_length([5, 6, 7], "length", None, EOS) == 3
+    assert output_length([5, 6], "stop", "</s>", EOS) == 2  # a stop string: no extra token
+
+
+def test_stage_times_from_request_metrics():
+    v1 = SimpleNamespace(scheduled_ts=10.0, first_token_ts=10.5, last_token_ts=12.0)
+    times, timed = stage_times(v1, wall=2.5)
+    assert timed and times == pytest.approx(dict(preprocess=0.5, vision=0.0, prefill=0.5, decode=1.5))
+    v0 = SimpleNamespace(first_scheduled_time=1.0, first_token_time=1.2, last_token_time=2.0)
+    times, _ = stage_times(v0, wall=4.0, batch_size=4)  # a batch: the request's split, divided by 4
+    assert sum(times.values()) == pytest.approx(1.0) and times["decode"] == pytest.approx(0.2)
+    times, timed = stage_times(None, wall=3.0, batch_size=2)
+    assert not timed and times == dict(preprocess=0.0, vision=0.0, prefill=0.0, decode=1.5)
+
+
+def test_dummy_checkpoint_directory_is_the_real_shape_offline(tmp_path, chart_image):
+    from transformers import AutoConfig, AutoTokenizer
+
+    from mai.models import ARCHITECTURES, checkpoint_processor, offline_processor
+
+    path = write_dummy_checkpoint("qwen3-vl-8b", tmp_path / "8b", 64 * 64, 128 * 128)
+    config = AutoConfig.from_pretrained(path)
+    shape = ARCHITECTURES["qwen3-vl-8b"]["text_config"]
+    assert (config.text_config.hidden_size, config.text_config.num_hidden_layers) == (shape["hidden_size"], 36)
+    assert config.architectures == ["Qwen3VLForConditionalGeneration"]
+    raw = json.loads((path / "config.json").read_text())["text_config"]
+    assert raw["rope_scaling"]["mrope_section"] == [24, 20, 20] and raw["rope_theta"] == 5_000_000.0
+    assert len(AutoTokenizer.from_pretrained(path)) == VOCAB_SIZE
+    ours, theirs = offline_processor(64 * 64, 128 * 128), checkpoint_processor(str(path), 64 * 64, 128 * 128)
+    text = "<|vision_start|><|image_pad|><|vision_end|>Q?"
+    a, b = (p(text=[text], images=[chart_image], return_tensors="pt") for p in (ours, theirs))
+    assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["pixel_values"], b["pixel_values"])
+    with pytest.raises(MaiError, match="random weights need an architecture name"):
+        write_dummy_checkpoint("Qwen/Qwen3-VL-2B-Instruct", tmp_path / "x")
+
+
+def test_sparse_transfer_attention_for_a_vllm_first_stage(tiny_small, chart_image):
+    """vLLM gives no attention: the generator's own capture (one transformers prefill over the prompt, the
+    vLLM reasoning ids and the suffix) equals the transformers backend's capture of the same tokens."""
+    hf = HFGenerator(tiny_small)
+    request = Request("Which bar is tallest?", [chart_image], "think", POST, 8, keep_cache=True)
+    hf_first = hf.generate(request)
+    _, state = build_prompt(tiny_small.processor, request)
+    state = PrefixState(state.prompt, state.prompt_ids, hf.reasoning_ids(hf_first).tolist(), [chart_image],
+                        state.first_text)
+    first = Result(text=hf_first.text, input_tokens=hf_first.input_tokens, output_tokens=hf_first.output_tokens,
+                   times=dict.fromkeys(STAGES, 0.0), cache=state)
+    gen = VLLMGenerator.__new__(VLLMGenerator)  # no engine: only the transformers side is exercised
+    gen._loaded, gen._warned = tiny_small, False
+    got = gen.attention_over_reasoning(first, POST, [1, 2])
+    want = attention_over_reasoning(hf, hf_first, POST, [1, 2])
+    assert (got.start, got.reasoning_ids, got.input_tokens) == (want.start, want.reasoning_ids, want.input_tokens)
+    for layer in (1, 2):
+        assert torch.allclose(got.rows[layer], want.rows[layer], atol=1e-6)
+
+
+def test_without_vllm_the_generator_is_a_one_line_error():
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(MaiError) as err:
+        VLLMGenerator("tiny-small")
+    assert str(err.value) == INSTALL_HINT and "\n" not in INSTALL_HINT
