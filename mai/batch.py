@@ -31,7 +31,7 @@ from mai import metrics
 from mai.cascade import Call, Cascade, Trace
 from mai.data import Benchmark, Example, get_benchmark
 from mai.evaluate import (System, _with_roles, check_example, error_row, request_for, scored_row, trace_output,
-                          transfer_output)
+                          label_of, transfer_output)
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
 from mai.transfer import reasoning_attention, sparse_reasoning
@@ -159,7 +159,7 @@ def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | 
         finals = generate_batch(large, [request_for(ex, bench, images, "simple", think_tokens, simple_tokens,
                                                     context=t.text)
                                         for (ex, bench, images), t in zip(items, thoughts)])
-        return [transfer_output(t, f) for t, f in zip(thoughts, finals)]
+        return [transfer_output(t, f, label_of(small), label_of(large)) for t, f in zip(thoughts, finals)]
     return run
 
 

@@ -120,16 +120,24 @@ def transfer_system(small, large, think_tokens: int, simple_tokens: int | None =
         thought = small.generate(request_for(example, bench, images, "think", think_tokens))
         final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
                                            context=thought.text))
-        return transfer_output(thought, final)
+        return transfer_output(thought, final, label_of(small), label_of(large))
     return run
 
 
-def transfer_output(thought: Result, final: Result) -> dict:
-    """Full RT's output: the large model's answer; tokens per role, times of both calls added up."""
+def label_of(generator) -> str:
+    """A generator's model label (transformers generators hold a LoadedModel, vLLM ones the label itself)."""
+    return getattr(generator, "label", None) or generator.loaded.label
+
+
+def transfer_output(thought: Result, final: Result, small: str = "small", large: str = "large") -> dict:
+    """Full RT's output: the large model's answer; tokens per role, times of both calls added up, and
+    both calls as a cascade trace records them (the latency model predicts call by call)."""
     times = {k: thought.times[k] + final.times[k] for k in final.times}
+    calls = [dict(role="small", model=small, mode="think", result=thought.summary(), answer=None),
+             dict(role="large", model=large, mode="transfer", result=final.summary(), answer=None)]
     return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
                 small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
-                times=times, latency=thought.latency + final.latency, reasoning=thought.text)
+                times=times, latency=thought.latency + final.latency, reasoning=thought.text, calls=calls)
 
 
 def cascade_system(cascade, simple_tokens: int | None = None) -> System:
