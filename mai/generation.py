@@ -122,6 +122,19 @@ class HFGenerator:
         self.loaded, self.seed = loaded, seed
         self.max_batch = max_batch  # generate_batch: most requests per generate call (None: no limit)
 
+    def _config(self, request: Request) -> GenerationConfig:
+        """Greedy decoding. A forced output length (min = max new tokens, as profiling asks) stops on
+        length alone instead of masking the stop tokens: transformers' min-length processor rebuilds a
+        vocabulary-wide mask at every step, which costs a tiny model ~2 ms a token and would be timed as
+        decode."""
+        lm = self.loaded
+        forced = request.min_new_tokens >= request.max_new_tokens
+        return GenerationConfig(max_new_tokens=request.max_new_tokens,
+                                min_new_tokens=0 if forced else request.min_new_tokens, do_sample=False,
+                                eos_token_id=[] if forced else lm.eos_token_ids,
+                                pad_token_id=lm.tokenizer.pad_token_id or lm.eos_token_ids[0],
+                                return_dict_in_generate=True, use_cache=True)
+
     def reasoning_ids(self, first: Result) -> torch.Tensor:
         """The first stage's generated tokens without a closing eos: [n]."""
         new = first.sequence[0, first.input_tokens:]
@@ -177,10 +190,7 @@ class HFGenerator:
         _sync(dev)
         t1 = time.perf_counter()
 
-        config = GenerationConfig(max_new_tokens=request.max_new_tokens, min_new_tokens=request.min_new_tokens,
-                                  do_sample=False, eos_token_id=lm.eos_token_ids,
-                                  pad_token_id=lm.tokenizer.pad_token_id or lm.eos_token_ids[0],
-                                  return_dict_in_generate=True, use_cache=True)
+        config = self._config(request)
         kwargs = {}
         if request.mode == "answer":
             kwargs["cache"] = request.reuse.cache
@@ -261,10 +271,7 @@ class HFGenerator:
         t1 = time.perf_counter()
 
         first = requests[0]
-        config = GenerationConfig(max_new_tokens=first.max_new_tokens, min_new_tokens=first.min_new_tokens,
-                                  do_sample=False, eos_token_id=lm.eos_token_ids,
-                                  pad_token_id=lm.tokenizer.pad_token_id or lm.eos_token_ids[0],
-                                  return_dict_in_generate=True, use_cache=True)
+        config = self._config(first)
         clock = _Clock(dev)
         vision = _VisionTimer(lm.model.model.visual, dev)
         try:

@@ -97,3 +97,19 @@ def test_rendered_prompt_uses_chat_template(tiny_small):
     suffix = prompts.second_stage_suffix(tiny_small.processor, 1, "Q?", POST, False)
     assert suffix == ("<|im_end|>\n<|im_start|>user\n" + prompts.ANSWER_INSTRUCTION + POST
                       + "<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_forced_length_ignores_stop_tokens(tiny_small, chart_image):
+    """Profiling forces output lengths (min = max new tokens): the length holds even where the model would
+    stop at once."""
+    gen = HFGenerator(tiny_small)
+    first = gen.generate(Request("What is shown?", [chart_image], "simple", POST, 6, keep_cache=True))
+    token = int(first.sequence[0, first.input_tokens])
+    saved = tiny_small.model.generation_config.eos_token_id
+    tiny_small.model.generation_config.eos_token_id = [token]  # now the first token it emits is a stop token
+    try:
+        assert gen.generate(Request("What is shown?", [chart_image], "simple", POST, 6)).output_tokens == 1
+        assert gen.generate(Request("What is shown?", [chart_image], "simple", POST, 6,
+                                    min_new_tokens=6)).output_tokens == 6
+    finally:
+        tiny_small.model.generation_config.eos_token_id = saved
