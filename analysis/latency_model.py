@@ -1,9 +1,16 @@
 """A latency model of MAI: predict per-query latency and the speedup over the large model reasoning (L-R)
 from a stage profile (experiments/03) and either a cascade run (experiments/10) or agreement rates.
 
-Each model call costs   fixed + prefill_per_token * tokens prefilled + decode_per_token * (outputs - 1)
-where fixed = preprocessing + vision encoder (when the call sees the image afresh), and the first output
-token comes out of the prefill, as 03 measures it. A call's prefill skips the tokens it found cached
+Each model call costs
+
+    preprocess + vision + forward + prefill_per_token * tokens prefilled + decode_per_token * (outputs - 1)
+
+where the vision encoder counts when the call sees the image afresh and the first output token comes out
+of the prefill, as 03 measures it. A prefill is a forward pass, and a forward pass costs at least what a
+one-token forward costs (weights streamed once, kernels launched once): `forward` is the decode cost of
+one token, and prefill_per_token is what 03's measured prefill adds beyond it, per prompt token. Without
+that floor, short prompts (small models, or any model on a fast GPU) would make prefill look free and
+long ones (reasoning transfer) would be over-predicted. A call's prefill skips the tokens it found cached
 (the small model's second stage). MAI's expected latency is the sum over its stages weighted by how
 often each is reached:
 
@@ -37,12 +44,16 @@ class Cost:
 
     preprocess: float
     vision: float
-    prefill_per_token: float
+    forward: float  # the floor of any forward pass: one decoded token's cost
+    prefill_per_token: float  # what each prompt token adds above that floor
     decode_per_token: float
+
+    def prefill(self, tokens: int) -> float:
+        return self.forward + self.prefill_per_token * tokens
 
     def call(self, prefilled: int, outputs: int, image: bool = True) -> float:
         fixed = self.preprocess + (self.vision if image else 0.0)
-        return fixed + self.prefill_per_token * prefilled + self.decode_per_token * max(outputs - 1, 0)
+        return fixed + self.prefill(prefilled) + self.decode_per_token * max(outputs - 1, 0)
 
 
 def profile(run_dir) -> dict[str, Cost]:
@@ -51,8 +62,12 @@ def profile(run_dir) -> dict[str, Cost]:
     runs = timed_runs(rows)
     if runs.empty:
         raise SystemExit(f"error: {run_dir} has no timed runs of experiments/03_stage_profiling.py")
-    return {model: Cost(g.preprocess.mean(), g.vision.mean(), g.prefill_per_token.mean(), g.decode_per_token.mean())
-            for model, g in runs.groupby("model")}
+    costs = {}
+    for model, g in runs.groupby("model"):
+        decode, prefill, tokens = g.decode_per_token.mean(), g.prefill.mean(), g.input_tokens.mean()
+        forward = min(decode, prefill)
+        costs[model] = Cost(g.preprocess.mean(), g.vision.mean(), forward, (prefill - forward) / tokens, decode)
+    return costs
 
 
 def predict_call(cost: Cost, result: dict, mode: str) -> float:
@@ -60,7 +75,7 @@ def predict_call(cost: Cost, result: dict, mode: str) -> float:
     stage's cache, image included; the attention capture is one prefill without decode."""
     prefilled = result["input_tokens"] - result.get("cached_tokens", 0)
     if mode == "attention":
-        return cost.vision + cost.prefill_per_token * prefilled
+        return cost.vision + cost.prefill(prefilled)
     return cost.call(prefilled, result["output_tokens"], image=mode != "answer")
 
 
@@ -84,7 +99,8 @@ def predict_run(run_dir, costs: dict[str, Cost]) -> list[dict]:
             predicted = predict_call(costs[labels[r["kind"].split("-")[0]]], r, mode)
         else:
             continue  # a system recorded without its calls cannot be predicted call by call
-        groups.setdefault((r["benchmark"], r["system"]), []).append((predicted, r["latency"]))
+        for bench in (r["benchmark"], "all"):
+            groups.setdefault((bench, r["system"]), []).append((predicted, r["latency"]))
     out = []
     for (bench, system), pairs in sorted(groups.items()):
         pred = sum(p for p, _ in pairs) / len(pairs)
@@ -125,7 +141,8 @@ def main(argv=None) -> None:
     costs = profile(args.profile)
     for label, c in sorted(costs.items()):
         print(f"profile {label}: preprocess {c.preprocess * 1e3:.1f} ms, vision {c.vision * 1e3:.1f} ms, "
-              f"prefill {c.prefill_per_token * 1e3:.3f} ms/token, decode {c.decode_per_token * 1e3:.2f} ms/token")
+              f"prefill {c.forward * 1e3:.2f} ms + {c.prefill_per_token * 1e3:.4f} ms/token, "
+              f"decode {c.decode_per_token * 1e3:.2f} ms/token")
     if args.run:
         rows = predict_run(args.run, costs)
         print(f"\n{'benchmark':<16}{'system':<22}{'n':>4}{'predicted s':>13}{'measured s':>12}{'error':>9}")

@@ -9,17 +9,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_call_cost_arithmetic():
-    c = Cost(preprocess=0.01, vision=0.1, prefill_per_token=0.001, decode_per_token=0.05)
-    assert c.call(100, 11) == pytest.approx(0.01 + 0.1 + 0.1 + 0.5)
-    assert c.call(100, 1, image=False) == pytest.approx(0.01 + 0.1)  # the first token comes from the prefill
+    c = Cost(preprocess=0.01, vision=0.1, forward=0.05, prefill_per_token=0.001, decode_per_token=0.05)
+    assert c.call(100, 11) == pytest.approx(0.01 + 0.1 + (0.05 + 0.1) + 0.5)
+    assert c.call(100, 1, image=False) == pytest.approx(0.01 + 0.05 + 0.1)  # the first token comes from the prefill
     # A second stage prefills only what its cache lacks and re-encodes no image.
     answer = dict(input_tokens=300, cached_tokens=280, output_tokens=3)
-    assert predict_call(c, answer, "answer") == pytest.approx(0.01 + 0.02 + 0.1)
+    assert predict_call(c, answer, "answer") == pytest.approx(0.01 + (0.05 + 0.02) + 0.1)
 
 
 def test_speedup_follows_routes():
-    small = Cost(0.0, 0.0, 0.0001, 0.01)
-    large = Cost(0.0, 0.0, 0.0004, 0.04)
+    small = Cost(0.0, 0.0, 0.01, 0.0001, 0.01)
+    large = Cost(0.0, 0.0, 0.04, 0.0004, 0.04)
     all_simple = predict_speedup(small, large, 300, 400, 600, route_simple=1.0, route_reasoning=0.0, simple_tokens=4)
     # Everything agrees at the Simple prompt: two short answers against the large model's 600-token reasoning.
     assert all_simple["mai_s"] == pytest.approx(small.call(300, 4) + large.call(300, 4))
