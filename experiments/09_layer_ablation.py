@@ -113,7 +113,7 @@ def real_attention(args):
     args.models, args.benchmarks = [args.small], []
     store, tracker = cli.open_run(EXPERIMENT, args)
     lm = models.load_text_model(args.small, device=args.device, attn_implementation=args.attn)
-    store.write_json("models.json", {lm.label: lm.describe()})
+    cli.record_model(store, lm.label, lm.describe())
     tok = lm.tokenizer
     questions = TEXT_QUESTIONS[: args.limit]
     for i, question in enumerate(tqdm(questions, desc="questions")):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -164,24 +165,29 @@ def cascade_config(args: argparse.Namespace):
 
 def load(spec: str, args: argparse.Namespace, store=None):
     """load_model with the run's flags; records what the model is in the run's models.json."""
-    import json
-
     from mai.models import load_model
 
     model = load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
                        seed=args.seed, **pixel_kwargs(args))
-    if store is not None:
-        path = store.dir / "models.json"
-        described = json.loads(path.read_text()) if path.exists() else {}
-        described[model.label] = model.describe()
-        store.write_json("models.json", described)
+    record_model(store, model.label, model.describe())
     return model
 
 
+def record_model(store, label: str, description: dict) -> None:
+    """Add one model to the run's models.json, keeping the models an earlier invocation recorded."""
+    if store is None:
+        return
+    path = store.dir / "models.json"
+    described = json.loads(path.read_text()) if path.exists() else {}
+    described[label] = description
+    store.write_json("models.json", described)
+
+
 def check_sparse_layer(config, small_model) -> None:
+    """The sparse-transfer layer exists in the small model (a LoadedModel, or its number of layers)."""
     if config.sparse is None:
         return
-    n_layers = small_model.model.config.text_config.num_hidden_layers
+    n_layers = small_model if isinstance(small_model, int) else small_model.model.config.text_config.num_hidden_layers
     if not 0 <= config.sparse.layer < n_layers:
         raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
                        f"0..{n_layers - 1}")
@@ -279,26 +285,17 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
             check_sparse_layer(config, small_model)
         return HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
 
-    import json
-
     from mai.vllm_backend import VLLMGenerator
 
     if config is not None and config.sparse is not None:
-        n_layers = _text_layers(args.small)
-        if not 0 <= config.sparse.layer < n_layers:
-            raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
-                           f"0..{n_layers - 1}")
+        check_sparse_layer(config, _text_layers(args.small))
     generators = []
     for spec in (args.small, args.large):
         gen = VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
                             gpu_memory_utilization=args.gpu_memory_utilization / 2,
                             max_model_len=args.max_model_len, enforce_eager=args.vllm_eager,
                             hf_device=args.device, **pixel_kwargs(args))
-        if store is not None:
-            path = store.dir / "models.json"
-            described = json.loads(path.read_text()) if path.exists() else {}
-            described[gen.label] = gen.describe()
-            store.write_json("models.json", described)
+        record_model(store, gen.label, gen.describe())
         generators.append(gen)
     return tuple(generators)
 
