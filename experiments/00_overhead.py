@@ -17,9 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm.auto import tqdm  # noqa: E402
 
 from mai import cli  # noqa: E402
-from mai.cascade import Cascade  # noqa: E402
 from mai.data import get_benchmark, load_benchmark  # noqa: E402
-from mai.generation import HFGenerator  # noqa: E402
 
 PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=5,
                              extra=dict(small="tiny-small", large="tiny-large", think_tokens=16, simple_tokens=8,
@@ -31,11 +29,8 @@ def main(argv=None):
     p.set_defaults(preset="cpu")
     cli.add_cascade_flags(p)
     args = cli.parse(p, PRESETS, argv)
-    config = cli.cascade_config(args)
-    small = HFGenerator(cli.load(args.small, args), args.seed)
-    large = HFGenerator(cli.load(args.large, args), args.seed)
-    cli.check_sparse_layer(config, small.loaded)
-    cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
+    cascade = cli.transformers_cascade(args)
+    small, large = cascade.small, cascade.large
     examples = [ex for name in args.benchmarks for ex in load_benchmark(name, args.limit, args.seed)]
     wall = calls = 0.0
     for ex in tqdm(examples, desc="cascade"):

@@ -103,15 +103,7 @@ def main(argv=None):
     run_systems(store, systems, examples, desc="examples", on_row=remember)
     store.write_json("memory.json", models.memory_report())
 
-    outputs = table12.build(store.dir, args.report_dir)
-    tracker.log_table("results", store.rows())
-    tracker.summary(outputs["summary"])
-    for fig in outputs["figures"]:
-        tracker.log_image(Path(fig).stem, fig)
-    tracker.finish()
-    print("\n" + outputs["markdown"])
-    print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
-          f"figures: {', '.join(map(str, outputs['figures']))}")
+    cli.finish(store, tracker, table12.build(store.dir, args.report_dir))
 
 
 def _warm_up(example, target, speculative, draft, mode) -> None:

@@ -193,6 +193,18 @@ def check_sparse_layer(config, small_model) -> None:
                        f"0..{n_layers - 1}")
 
 
+def transformers_cascade(args: argparse.Namespace, store=None):
+    """The MAI cascade over the --small and --large models on the transformers backend, from the flags."""
+    from mai.cascade import Cascade
+    from mai.generation import HFGenerator
+
+    config = cascade_config(args)
+    small = HFGenerator(load(args.small, args, store), args.seed)
+    large = HFGenerator(load(args.large, args, store), args.seed)
+    check_sparse_layer(config, small.loaded)
+    return Cascade(small, large, config, small.loaded.label, large.loaded.label)
+
+
 def finish(store, tracker, outputs: dict) -> None:
     """Log a run's rows, summary and figures to W&B, close it, and print where everything went."""
     tracker.log_table("results", store.rows())

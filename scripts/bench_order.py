@@ -23,9 +23,7 @@ import torch  # noqa: E402
 
 from mai import cli  # noqa: E402
 from mai.batch import Query, run_cascade_stage_major  # noqa: E402
-from mai.cascade import Cascade  # noqa: E402
 from mai.data import get_benchmark, load_benchmark  # noqa: E402
-from mai.generation import HFGenerator  # noqa: E402
 
 PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=10,
                              extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
@@ -45,11 +43,8 @@ def main(argv=None):
     cli.add_cascade_flags(p)
     p.add_argument("--repeats", type=int, default=2, help="passes of each order, alternating (default 2)")
     args = cli.parse(p, PRESETS, argv)
-    config = cli.cascade_config(args)
-    small = HFGenerator(cli.load(args.small, args), args.seed)
-    large = HFGenerator(cli.load(args.large, args), args.seed)
-    cli.check_sparse_layer(config, small.loaded)
-    cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
+    cascade = cli.transformers_cascade(args)
+    small, large, config = cascade.small, cascade.large, cascade.config
     queries = []
     for name in args.benchmarks:
         bench = get_benchmark(name)
