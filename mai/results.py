@@ -79,19 +79,8 @@ class RunStore:
 
     def rows(self) -> list[dict]:
         """Every complete row; a torn last line is cut off the file so the next append starts clean."""
-        if not self.results_path.exists():
-            return []
-        data = self.results_path.read_bytes()
-        rows, good_end = [], 0
-        for line in data.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                break
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-            good_end += len(line)
-        if good_end != len(data):
+        rows, good_end, size = _parse(self.results_path)
+        if good_end != size:
             with open(self.results_path, "r+b") as f:
                 f.truncate(good_end)
         return rows
@@ -116,14 +105,23 @@ class RunStore:
         (self.dir / name).write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def _parse(path: Path) -> tuple[list[dict], int, int]:
+    """The complete rows of a results file, the byte offset where they end, and the file's size."""
+    if not path.exists():
+        return [], 0, 0
+    data = path.read_bytes()
+    rows, good_end = [], 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+        good_end += len(line)
+    return rows, good_end, len(data)
+
+
 def read_rows(run_dir: str | os.PathLike) -> list[dict]:
-    """Rows of a finished or partial run, for analysis (no model needed)."""
-    path = Path(run_dir) / RESULTS
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return rows
+    """Rows of a finished or partial run, for analysis (no model needed; the file is left as it is)."""
+    return _parse(Path(run_dir) / RESULTS)[0]
