@@ -289,7 +289,8 @@ class HFGenerator:
         width = inputs["input_ids"].shape[1]
         pads = (inputs["attention_mask"] == 0).sum(1).tolist()  # left padding of each row
         image_rows = _image_rows([len(r.images) for r in requests])
-        eos = torch.tensor(lm.eos_token_ids, device=out.sequences.device)
+        # The stop tokens this call used: none when the output length was forced.
+        eos = torch.tensor(list(config.eos_token_id or []), dtype=torch.long, device=out.sequences.device)
         results = []
         for i, (request, (_, text)) in enumerate(zip(requests, rendered)):
             new = out.sequences[i, width:]

@@ -140,3 +140,20 @@ def test_stage_order_with_two_real_models(tiny_small, tiny_large, chart_image):
     want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
     got = run_cascade_stage_major(cascade, queries)
     assert [(t.route, t.prediction, _calls(t)) for t in got] == [(t.route, t.prediction, _calls(t)) for t in want]
+
+
+def test_batched_forced_length_keeps_every_token(tiny_small, chart_image):
+    """A forced output length (min = max new tokens) stops on length alone, in a batch as at batch size 1."""
+    from mai.generation import HFGenerator, Request
+
+    gen = HFGenerator(tiny_small)
+    first = gen.generate(Request("What is shown?", [chart_image], "simple", "", 5, keep_cache=True))
+    token = int(first.sequence[0, first.input_tokens])
+    saved = tiny_small.model.generation_config.eos_token_id
+    tiny_small.model.generation_config.eos_token_id = [token]  # the first token it emits now stops it
+    try:
+        requests = [Request("What is shown?", [chart_image], "simple", "", 5, min_new_tokens=5),
+                    Request("Which bar is tallest?", [chart_image], "simple", "", 5, min_new_tokens=5)]
+        assert [r.output_tokens for r in gen.generate_batch(requests)] == [5, 5]
+    finally:
+        tiny_small.model.generation_config.eos_token_id = saved
