@@ -30,8 +30,17 @@ from tqdm.auto import tqdm
 from mai import metrics
 from mai.cascade import Call, Cascade, Trace
 from mai.data import Benchmark, Example, get_benchmark
-from mai.evaluate import (System, _with_roles, check_example, error_row, request_for, scored_row, trace_output,
-                          label_of, transfer_output)
+from mai.evaluate import (
+    System,
+    check_example,
+    error_row,
+    label_of,
+    request_for,
+    scored_row,
+    trace_output,
+    transfer_output,
+    with_roles,
+)
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
 from mai.transfer import reasoning_attention, sparse_reasoning
@@ -147,7 +156,7 @@ def model_batch_system(generator, role: str, mode: str, think_tokens: int,
     """mai.evaluate.model_system over a batch: one model, one prompt mode, one generate_batch."""
     def run(items: list[Item]) -> list[dict]:
         requests = [request_for(ex, bench, images, mode, think_tokens, simple_tokens) for ex, bench, images in items]
-        return [_with_roles(r.summary(), role) for r in generate_batch(generator, requests)]
+        return [with_roles(r.summary(), role) for r in generate_batch(generator, requests)]
     return run
 
 

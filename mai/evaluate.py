@@ -101,7 +101,7 @@ def evaluate_model(store: RunStore, generate: Callable[[Request], Result], model
     return run_systems(store, systems, examples, desc=model)
 
 
-def _with_roles(summary: dict, role: str) -> dict:
+def with_roles(summary: dict, role: str) -> dict:
     """A single model's output, with its tokens also under its role (tables compare systems per role)."""
     other = "large" if role == "small" else "small"
     return {**summary, f"{role}_output_tokens": summary["output_tokens"], f"{other}_output_tokens": 0}
@@ -110,7 +110,7 @@ def _with_roles(summary: dict, role: str) -> dict:
 def model_system(generate, role: str, mode: str, think_tokens: int, simple_tokens: int | None = None) -> System:
     """A baseline: one model (the small or the large one) with one prompt mode."""
     inner = prompt_system(generate, mode, think_tokens, simple_tokens)
-    return lambda example, bench, images: _with_roles(inner(example, bench, images), role)
+    return lambda example, bench, images: with_roles(inner(example, bench, images), role)
 
 
 def transfer_system(small, large, think_tokens: int, simple_tokens: int | None = None) -> System:
