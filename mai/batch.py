@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
-from mai import metrics
+from mai import answers
 from mai.cascade import Call, Cascade, Trace
 from mai.data import Benchmark, Example, get_benchmark
 from mai.evaluate import (
@@ -81,7 +81,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
         gen = cascade.small if role == "small" else cascade.large
         out = {}
         for i, request, result in zip(indices, requests, generate_batch(gen, requests)):
-            answer = metrics.extract_answer(result.text, queries[i].metric)
+            answer = answers.extract_answer(result.text, queries[i].metric)
             calls[i].append(Call(role, cascade.names[role], mode or request.mode, result.summary(), answer))
             out[i] = (result, answer)
         return out
@@ -101,7 +101,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
     pending = []
     for i in everyone:
         small_answer = calls[i][0].answer
-        if metrics.answers_agree(small_answer, large[i][1], queries[i].metric):
+        if answers.answers_agree(small_answer, large[i][1], queries[i].metric):
             finish(i, "simple", *large[i])
         else:
             pending.append(i)
@@ -116,7 +116,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
         small_answers = {i: second[i][1] for i in pending}
     rest = []
     for i in pending:
-        if metrics.answers_agree(small_answers[i], large[i][1], queries[i].metric):
+        if answers.answers_agree(small_answers[i], large[i][1], queries[i].metric):
             finish(i, "reasoning", *large[i])
         else:
             rest.append(i)

@@ -1,7 +1,7 @@
 """The MAI cascade: mutual verification, then the small model's reasoning, then reasoning transfer.
 
     (i)   small and large answer with the Simple prompt; if their extracted answers agree (the benchmark's
-          matcher, mai.metrics.answers_agree), the large model's answer is returned.      route "simple"
+          matcher, mai.answers.answers_agree), the large model's answer is returned.      route "simple"
     (ii)  the small model reasons (Think prompt), then answers in a second stage that continues from its
           KV cache; if that answer agrees with the large model's Simple answer, it is returned.
           verify="reasoning" (the paper's variant) skips the second stage and compares the answer read
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from mai import metrics
+from mai import answers
 from mai.attention import SparseOptions
 from mai.generation import HFGenerator, Request, Result
 from mai.transfer import reasoning_attention, sparse_reasoning
@@ -97,7 +97,7 @@ class Cascade:
     def _call(self, role: str, request: Request, calls: list[Call], metric: str, mode: str | None = None):
         gen = self.small if role == "small" else self.large
         result: Result = gen.generate(request)
-        answer = metrics.extract_answer(result.text, metric)
+        answer = answers.extract_answer(result.text, metric)
         calls.append(Call(role, self.names[role], mode or request.mode, result.summary(), answer))
         return result, answer
 
@@ -110,7 +110,7 @@ class Cascade:
                                      calls, metric)
         large, large_answer = self._call("large", Request(**ask, mode="simple", max_new_tokens=simple_tokens),
                                          calls, metric)
-        if metrics.answers_agree(small_answer, large_answer, metric):
+        if answers.answers_agree(small_answer, large_answer, metric):
             return self._trace("simple", large, large_answer, calls, t0)
         # (ii) the small model reasons; its answer, from the cache or read off the reasoning, is verified.
         keep = cfg.verify == "answer" or cfg.transfer == "sparse"
@@ -119,7 +119,7 @@ class Cascade:
         if cfg.verify == "answer":
             _, small_answer = self._call("small", Request(**ask, mode="answer", max_new_tokens=cfg.answer_tokens,
                                                           reuse=thought), calls, metric)
-        if metrics.answers_agree(small_answer, large_answer, metric):
+        if answers.answers_agree(small_answer, large_answer, metric):
             return self._trace("reasoning", large, large_answer, calls, t0)
         # (iii) reasoning transfer to the large model's Simple prompt.
         context, kept, n_reasoning = thought.text, None, thought.output_tokens

@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
-from mai import metrics
+from mai import answers, metrics
 from mai.data import Benchmark, Example, get_benchmark
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
@@ -31,7 +31,7 @@ def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, outpu
     row = base_row(key, example, fields)
     row.update(output)
     row["prediction"] = row.pop("text")
-    row["answer"] = metrics.extract_answer(row["prediction"], bench.metric)
+    row["answer"] = answers.extract_answer(row["prediction"], bench.metric)
     row["score"] = metrics.score(bench.metric, row["prediction"], list(example.references),
                                  question=example.question)
     row["error"] = None

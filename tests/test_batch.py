@@ -7,7 +7,7 @@ early and the batch pads it, and including second stages continued from a batche
 import pytest
 import torch
 
-from mai import metrics
+from mai.answers import answers_agree, extract_answer
 from mai.attention import SparseOptions
 from mai.batch import Query, run_cascade_stage_major
 from mai.cascade import Cascade, CascadeConfig
@@ -113,7 +113,7 @@ def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart
     first = [probe.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries[:2]]
     answers = {queries[0].question: first[0].calls[0].result["text"],
                queries[1].question: first[1].calls[3].result["text"]}
-    assert not metrics.answers_agree(first[1].calls[0].answer, metrics.extract_answer(answers[queries[1].question],
+    assert not answers_agree(first[1].calls[0].answer, extract_answer(answers[queries[1].question],
                                                                                       "relaxed"), "relaxed")
     large = ScriptedLarge({q.question: answers.get(q.question, "zebra") for q in queries})
     cascade = Cascade(small, large, config, "S", "L")

@@ -6,13 +6,12 @@ api/metrics.py anls, pope/utils.py, realworldqa/utils.py + yaml filters, api/tas
 
 import pytest
 
+from mai.answers import answers_agree, extract_answer
 from mai.metrics import (
     METRICS,
     aggregate,
     anls,
-    answers_agree,
     exact_match,
-    extract_answer,
     levenshtein,
     option_match,
     pope_metrics,
