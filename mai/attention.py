@@ -27,8 +27,10 @@ mass ``delta`` (0.8 in the paper). This module provides the three pieces:
   (prompt length in a prefill; cache length + 1 in a decode step); heads are the query heads (GQA key
   heads repeated). Positions masked out (left padding, future keys) get probability 0; with left padding
   key positions are positions in the padded sequence. Rows stay on the model's device. A new forward of
-  the model clears the rows and refills them (so ``generate`` leaves the rows of its last decode step;
-  capture the prefill of prompt + reasoning with a plain forward).
+  the model clears the rows and refills them (so ``generate`` leaves the rows of its last decode step),
+  unless ``prefill_only=True``: then only the first forward inside the context is recorded (a
+  ``generate``'s prefill, whose last row, over a KV cache, covers every key, cached ones included) and
+  the decode steps that follow compute nothing extra.
 
 * ``reasoning_weights(row, reasoning_positions, heads=..., sink=...)`` reduces one captured row to one
   weight per reasoning token (the candidates are the reasoning tokens only, never image, question or
@@ -39,7 +41,9 @@ mass ``delta`` (0.8 in the paper). This module provides the three pieces:
 
 Options that change what is transferred and belong in a run's config (see ``SparseOptions``): the layer
 (``layer``), ``delta``, the head reduction (``heads``: "mean" | "max") and the attention-sink handling
-(``sink``: "keep" | "drop_first" | "renormalize").
+(``sink``: "keep" | "drop_first" | "renormalize"; "drop_first" zeroes the FIRST REASONING TOKEN, the
+candidates' own first position: key 0, the usual global sink, is a template token and never a candidate,
+so zeroing it would change nothing. Default "keep", as the paper does nothing of the kind.)
 """
 from __future__ import annotations
 
@@ -93,7 +97,7 @@ def _capture_attention_forward(module, query, key, value, attention_mask=None, *
     # The very function (and arguments) "sdpa" dispatches to, so outputs are bit-identical to sdpa.
     out = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     capture = _TARGETS.get(id(module))
-    if capture is not None:
+    if capture is not None and capture.recording:
         with torch.no_grad():
             capture._record(module.layer_idx, _last_row_probs(module, query, key, attention_mask, kwargs))
     return out
@@ -183,8 +187,8 @@ def decoder_attention_modules(model) -> dict[int, list[torch.nn.Module]]:
 class AttentionCapture:
     """The object ``capture_attention`` yields. See the module docstring for shapes and semantics."""
 
-    def __init__(self, model, layers: Iterable[int] | str = "all"):
-        self.model = model
+    def __init__(self, model, layers: Iterable[int] | str = "all", prefill_only: bool = False):
+        self.model, self.prefill_only = model, prefill_only
         available = decoder_attention_modules(model)
         if not available:
             raise ValueError(f"{type(model).__name__} has no attention modules with a layer_idx to capture")
@@ -220,12 +224,18 @@ class AttentionCapture:
         """layer -> float32 [heads, keys] of batch entry 0, from the most recent forward."""
         return {i: r[0] for i, r in self._rows.items()}
 
+    @property
+    def recording(self) -> bool:
+        """Whether the current forward is recorded (all of them, or only the first if prefill_only)."""
+        return not (self.prefill_only and self.forwards > 1)
+
     def _record(self, layer: int, probs: torch.Tensor) -> None:
         self._rows[layer] = probs.detach()
 
     def _on_forward(self, module, args):
-        self._rows.clear()
         self.forwards += 1
+        if self.recording:
+            self._rows.clear()
 
     # -- context -------------------------------------------------------------------------------------
     def __enter__(self) -> AttentionCapture:
@@ -271,17 +281,18 @@ class AttentionCapture:
         self._saved_impl = []
 
 
-def capture_attention(model, layers: Iterable[int] | str = "all") -> AttentionCapture:
+def capture_attention(model, layers: Iterable[int] | str = "all", prefill_only: bool = False) -> AttentionCapture:
     """Context manager recording the last query row's attention at the given decoder layers.
 
     ``layers``: an iterable of layer indices (negative ones count from the end) or "all".
+    ``prefill_only``: record the first forward inside the context only (a generate's prefill).
 
     >>> with capture_attention(model, [12]) as cap:
     ...     model(input_ids=ids, attention_mask=mask)
     >>> cap.rows[12].shape          # [heads, keys], float32, batch entry 0
     >>> cap.rows_batched[12].shape  # [batch, heads, keys]
     """
-    return AttentionCapture(model, layers)
+    return AttentionCapture(model, layers, prefill_only)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -354,8 +365,9 @@ def reasoning_weights(row: torch.Tensor, reasoning_positions: Sequence[int], hea
     ``reasoning_positions``: key positions of the reasoning tokens (in the sequence the row was captured
     on, padding included); they are the only candidates.
     ``heads``: "mean" (default) or "max" over heads.
-    ``sink``: "keep" (as is); "drop_first": key position 0 (the usual attention sink) gets weight 0 if
-    it is among the candidates, so it is never selected while others carry mass; "renormalize": the
+    ``sink``: "keep" (as is); "drop_first": the first candidate (the first reasoning token) gets weight
+    0, so it is never selected while others carry mass (key 0, the global sink, is never a candidate:
+    see the module doc); "renormalize": the
     candidates' weights are divided by their sum (select_by_mass is scale invariant, so this only matters
     to consumers of the weights themselves).
     Returns a float32 CPU tensor aligned with ``reasoning_positions``.
@@ -379,7 +391,7 @@ def reasoning_weights(row: torch.Tensor, reasoning_positions: Sequence[int], hea
     per_head = row[:, positions]
     weights = per_head.mean(0) if heads == "mean" else per_head.amax(0)
     if sink == "drop_first":
-        weights = weights.masked_fill(positions == 0, 0.0)
+        weights[0] = 0.0
     elif sink == "renormalize":
         total = weights.sum()
         if total > 0:

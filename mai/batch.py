@@ -43,7 +43,12 @@ from mai.evaluate import (
 )
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
-from mai.transfer import reasoning_attention, sparse_reasoning
+
+# A row whose batch raised and was rerun alone at batch size 1 (example order) carries this under
+# "fallback", so a table can count (or drop) the rows whose times are not batch shares. A single call
+# that generate_batch ran alone (a transformers second stage, speculative decoding) says why in its
+# own summary's "fallback".
+FALLBACK = "batch failed: rerun at batch size 1"
 
 Item = tuple[Example, Benchmark, list]  # an example, its benchmark, its decoded images
 BatchSystem = Callable[[list[Item]], list[dict]]
@@ -72,73 +77,69 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
     """Cascade.answer for every query, stage by stage (see the module doc)."""
     cfg = cascade.config
     calls: list[list[Call]] = [[] for _ in queries]
+    matchers = [cascade.matcher(q.metric, q.question) for q in queries]
 
-    def ask(i: int, **kw) -> Request:
+    def ask(i: int) -> dict:
         q = queries[i]
-        return Request(question=q.question, images=q.images, post_prompt=q.post_prompt, **kw)
+        return dict(question=q.question, images=q.images, post_prompt=q.post_prompt)
 
-    def stage(role: str, indices: list[int], requests: list[Request], mode: str | None = None) -> dict:
+    def stage(role: str, indices: list[int], requests: list[Request], mode: str | None = None,
+              reasoning: bool = False) -> dict:
         gen = cascade.small if role == "small" else cascade.large
         out = {}
         for i, request, result in zip(indices, requests, generate_batch(gen, requests)):
-            answer = answers.extract_answer(result.text, queries[i].metric)
+            answer = matchers[i].read(result.text, reasoning)
             calls[i].append(Call(role, cascade.names[role], mode or request.mode, result.summary(), answer))
-            out[i] = (result, answer)
+            out[i] = result, answer
         return out
 
+    def simple(i: int, **kw) -> Request:
+        return Request(**ask(i), mode="simple", max_new_tokens=queries[i].simple_tokens, **kw)
+
     everyone = list(range(len(queries)))
-    simple = dict(mode="simple")
-    stage("small", everyone, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens) for i in everyone])
-    large = stage("large", everyone, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens) for i in everyone])
+    small = stage("small", everyone, [simple(i) for i in everyone])
+    large = stage("large", everyone, [simple(i) for i in everyone])
     traces: dict[int, Trace] = {}
 
-    def finish(i: int, route: str, result: Result, answer: str) -> Trace:
+    def finish(i: int, route: str, result: Result) -> Trace:
         wall = sum(c.result["latency"] for c in calls[i])  # the example's share of the batches' time
+        answer = answers.extract_answer(result.text, queries[i].metric)
         traces[i] = Trace(route, result.text, answer, calls[i], wall)
         return traces[i]
 
     # (i) mutual verification at the Simple prompt.
     pending = []
     for i in everyone:
-        small_answer = calls[i][0].answer
-        if answers.answers_agree(small_answer, large[i][1], queries[i].metric):
-            finish(i, "simple", *large[i])
+        if matchers[i].agree(small[i][1], large[i][1]):
+            finish(i, "simple", large[i][0])
         else:
             pending.append(i)
     # (ii) the small model reasons; its answer (second stage, or read off the reasoning) is verified.
-    keep = cfg.verify == "answer" or cfg.transfer == "sparse"
-    thought = stage("small", pending, [ask(i, mode="think", max_new_tokens=cfg.think_tokens, keep_cache=keep)
-                                       for i in pending])
-    small_answers = {i: thought[i][1] for i in pending}
+    thought = stage("small", pending, [cascade.think_request(ask(i)) for i in pending], reasoning=True)
+    verified, second = thought, {}
     if cfg.verify == "answer":
-        second = stage("small", pending, [ask(i, mode="answer", max_new_tokens=cfg.answer_tokens,
-                                              reuse=thought[i][0]) for i in pending])
-        small_answers = {i: second[i][1] for i in pending}
+        second = stage("small", pending, [cascade.second_stage_request(ask(i), thought[i][0]) for i in pending])
+        verified = second
     rest = []
     for i in pending:
-        if answers.answers_agree(small_answers[i], large[i][1], queries[i].metric):
-            finish(i, "reasoning", *large[i])
+        if matchers[i].agree(verified[i][1], large[i][1]):
+            finish(i, "reasoning", large[i][0])
         else:
             rest.append(i)
-    # (iii) reasoning transfer to the large model's Simple prompt.
+    # (iii) reasoning transfer to the large model's Simple prompt (a sparse capture per example, where
+    # the second stage's prefill did not record it).
     contexts, kept, n_reasoning = {}, {}, {}
     for i in rest:
-        first = thought[i][0]
-        contexts[i], kept[i], n_reasoning[i] = first.text, None, first.output_tokens
-        if cfg.transfer == "sparse":  # one transformers capture per example: its own prompt and reasoning
-            att = reasoning_attention(cascade.small, first, queries[i].post_prompt, [cfg.sparse.layer], cfg.query)
-            calls[i].append(Call("small", cascade.names["small"], "attention",
-                                 dict(text="", input_tokens=att.input_tokens, output_tokens=0, cached_tokens=0,
-                                      times=dict(preprocess=0.0, vision=0.0, prefill=att.seconds, decode=0.0),
-                                      latency=att.seconds)))
-            contexts[i], kept[i] = sparse_reasoning(cascade.small.loaded.tokenizer, att, cfg.sparse)
-            n_reasoning[i] = len(att.reasoning_ids)
+        stage2 = second[i][0] if i in second else None
+        contexts[i], kept[i], n_reasoning[i], capture = cascade.reasoning_context(thought[i][0], stage2,
+                                                                                   queries[i].post_prompt)
+        if capture is not None:
+            calls[i].append(capture)
     for i in pending:  # the first stages' KV caches are no longer needed
         thought[i][0].cache = None
-    final = stage("large", rest, [ask(i, **simple, max_new_tokens=queries[i].simple_tokens, context=contexts[i])
-                                  for i in rest], mode="transfer")
+    final = stage("large", rest, [simple(i, context=contexts[i]) for i in rest], mode="transfer")
     for i in rest:
-        trace = finish(i, "transfer", *final[i])
+        trace = finish(i, "transfer", final[i][0])
         trace.kept_tokens, trace.reasoning_tokens = kept[i], n_reasoning[i]
     return [traces[i] for i in everyone]
 
@@ -210,7 +211,7 @@ def run_systems_stage_major(store: RunStore, systems: list[tuple[dict, System, B
             for j, (ex, bench, images) in enumerate(items):
                 key = row_key(ex.id, *fields.values())
                 try:
-                    output = outputs[j] if outputs is not None else one(ex, bench, images)
+                    output = outputs[j] if outputs is not None else {**one(ex, bench, images), "fallback": FALLBACK}
                     row = scored_row(key, ex, bench, fields, output)
                 except Exception as err:
                     row = error_row(key, ex, fields, err)

@@ -1,13 +1,19 @@
 """The MAI cascade: mutual verification, then the small model's reasoning, then reasoning transfer.
 
-    (i)   small and large answer with the Simple prompt; if their extracted answers agree (the benchmark's
-          matcher, mai.answers.answers_agree), the large model's answer is returned.      route "simple"
-    (ii)  the small model reasons (Think prompt), then answers in a second stage that continues from its
-          KV cache; if that answer agrees with the large model's Simple answer, it is returned.
-          verify="reasoning" (the paper's variant) skips the second stage and compares the answer read
-          from the reasoning itself ("The answer is ...").                                route "reasoning"
+    (i)   small and large answer with the Simple prompt; if their answers agree (mai.answers.Matcher: the
+          paper's "Exact Matching or ANLS (as per benchmark)", or --agree strict), the large model's
+          answer is returned.                                                              route "simple"
+    (ii)  the small model reasons (Think prompt), and its answer is verified against the large model's
+          Simple answer; if they agree, the large model's answer is returned.            route "reasoning"
+          verify="answer":    the two-stage answer of Section 5.1 (A_think^s): a second stage continues
+                              from the Think call's KV cache and asks for the short answer.
+          verify="reasoning": the paper's simplified framework (R_think^s): the answer is read off the
+                              reasoning itself ("The answer is ..."); a reasoning that names none has
+                              no answer and does not agree.
     (iii) the small model's reasoning, whole or sparse, is prepended to the large model's Simple prompt;
           the large model's answer is returned.                                           route "transfer"
+          Sparse transfer ranks the reasoning by the small model's attention, captured in the second
+          stage's prefill (verify="answer") or in one forward on the kept cache (mai.transfer).
 
 Every answer carries a trace: its route and, for each model call, the model, prompt mode, tokens and
 stage times, plus totals. The large model's output tokens are the cost MAI exists to save.
@@ -16,13 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+
 from mai import answers
+from mai.answers import AGREE_RULES, Matcher
 from mai.attention import SparseOptions
 from mai.generation import HFGenerator, Request, Result
-from mai.transfer import reasoning_attention, sparse_reasoning
+from mai.transfer import QUERIES, ReasoningAttention, reasoning_attention, sparse_reasoning
 
 ROUTES = ("simple", "reasoning", "transfer")
-VERIFY = ("answer", "reasoning")
+VERIFY = ("answer", "reasoning")  # Section 5.1's two-stage answer (A_think^s); the simplified framework (R_think^s)
 TRANSFER = ("full", "sparse")
 
 
@@ -30,14 +38,19 @@ TRANSFER = ("full", "sparse")
 class CascadeConfig:
     think_tokens: int = 1024
     answer_tokens: int = 16  # the second stage's short answer
-    verify: str = "answer"  # answer: two-stage answer from the cache; reasoning: read it from the reasoning
+    verify: str = "answer"  # answer: two-stage answer from the cache; reasoning: read off the reasoning
     transfer: str = "full"  # full | sparse
     sparse: SparseOptions | None = None  # layer, delta, heads, sink (needed when transfer == "sparse")
     query: str = "answer"  # which position's attention ranks the reasoning (see mai.transfer)
+    agree: str = "paper"  # paper: per benchmark as the paper says; strict: exact (mai.answers)
 
     def __post_init__(self):
         if self.verify not in VERIFY:
             raise ValueError(f"verify must be one of {VERIFY}, got {self.verify!r}")
+        if self.agree not in AGREE_RULES:
+            raise ValueError(f"agree must be one of {AGREE_RULES}, got {self.agree!r}")
+        if self.query not in QUERIES:
+            raise ValueError(f"query must be one of {QUERIES}, got {self.query!r}")
         if self.transfer not in TRANSFER:
             raise ValueError(f"transfer must be one of {TRANSFER}, got {self.transfer!r}")
         if self.transfer == "sparse" and self.sparse is None:
@@ -55,7 +68,7 @@ class Call:
     model: str
     mode: str  # simple | think | answer | transfer | attention
     result: dict  # Result.summary(): text, tokens, stage times, latency
-    answer: str | None = None
+    answer: str | None = None  # the answer as verification compared it (Matcher.read)
 
 
 @dataclasses.dataclass
@@ -66,7 +79,7 @@ class Trace:
     calls: list[Call]
     wall_seconds: float
     kept_tokens: int | None = None  # sparse transfer: reasoning tokens handed over
-    reasoning_tokens: int | None = None
+    reasoning_tokens: int | None = None  # transfer: the reasoning's tokens, a closing stop token not counted
 
     def totals(self) -> dict:
         out = {"latency": 0.0}
@@ -85,6 +98,15 @@ class Trace:
                     reasoning_tokens=self.reasoning_tokens, wall_seconds=self.wall_seconds, **self.totals())
 
 
+def attention_call(att: ReasoningAttention, model: str) -> Call:
+    """A sparse-transfer capture that ran a forward of its own, as a labelled call of the trace (one
+    captured inside the second stage's prefill has none: its cost is in that call)."""
+    return Call("small", model, "attention",
+                dict(text="", input_tokens=att.input_tokens, output_tokens=0, cached_tokens=att.cached_tokens,
+                     times=dict(preprocess=0.0, vision=0.0, prefill=att.seconds, decode=0.0),
+                     latency=att.seconds, source=att.source))
+
+
 class Cascade:
     """MAI over two generators (anything with generate(Request) -> Result); sparse transfer also needs the
     small one's transformers model, for its attention."""
@@ -94,49 +116,70 @@ class Cascade:
         self.small, self.large, self.config = small, large, config
         self.names = {"small": small_name, "large": large_name}
 
-    def _call(self, role: str, request: Request, calls: list[Call], metric: str, mode: str | None = None):
+    def matcher(self, metric: str, question: str) -> Matcher:
+        return Matcher(metric, question, self.config.agree)
+
+    def think_request(self, ask: dict) -> Request:
+        cfg = self.config
+        keep = cfg.verify == "answer" or cfg.transfer == "sparse"  # a second stage or a capture reuses it
+        return Request(**ask, mode="think", max_new_tokens=cfg.think_tokens, keep_cache=keep)
+
+    def second_stage_request(self, ask: dict, thought: Result) -> Request:
+        """The two-stage answer; its prefill also records the attention sparse transfer may need."""
+        cfg = self.config
+        capture = (cfg.sparse.layer,) if cfg.transfer == "sparse" and cfg.query == "answer" else ()
+        return Request(**ask, mode="answer", max_new_tokens=cfg.answer_tokens, reuse=thought, capture=capture)
+
+    def reasoning_context(self, thought: Result, second: Result | None,
+                          post_prompt: str) -> tuple[str, int | None, int, Call | None]:
+        """What transfer hands the large model: (context, kept tokens, reasoning tokens, the capture's
+        own call or None). Both transfers count the reasoning alike: its tokens without a stop token."""
+        cfg = self.config
+        n_reasoning = thought.content_tokens
+        if cfg.transfer == "full":
+            return thought.text, None, n_reasoning, None
+        att = reasoning_attention(self.small, thought, post_prompt, [cfg.sparse.layer], cfg.query, second)
+        call = None if att.source == "second stage" else attention_call(att, self.names["small"])
+        context, kept = sparse_reasoning(self.small.loaded.tokenizer, att, cfg.sparse)
+        return context, kept, n_reasoning, call
+
+    def _call(self, role: str, request: Request, calls: list[Call], match: Matcher, mode: str | None = None,
+              reasoning: bool = False):
         gen = self.small if role == "small" else self.large
         result: Result = gen.generate(request)
-        answer = answers.extract_answer(result.text, metric)
+        answer = match.read(result.text, reasoning)
         calls.append(Call(role, self.names[role], mode or request.mode, result.summary(), answer))
         return result, answer
 
     def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int) -> Trace:
         cfg, calls = self.config, []
         t0 = time.perf_counter()
+        match = self.matcher(metric, question)
         ask = dict(question=question, images=images, post_prompt=post_prompt)
+        simple = dict(mode="simple", max_new_tokens=simple_tokens)
         # (i) mutual verification at the Simple prompt.
-        _, small_answer = self._call("small", Request(**ask, mode="simple", max_new_tokens=simple_tokens),
-                                     calls, metric)
-        large, large_answer = self._call("large", Request(**ask, mode="simple", max_new_tokens=simple_tokens),
-                                         calls, metric)
-        if answers.answers_agree(small_answer, large_answer, metric):
-            return self._trace("simple", large, large_answer, calls, t0)
-        # (ii) the small model reasons; its answer, from the cache or read off the reasoning, is verified.
-        keep = cfg.verify == "answer" or cfg.transfer == "sparse"
-        thought, small_answer = self._call("small", Request(**ask, mode="think", max_new_tokens=cfg.think_tokens,
-                                                            keep_cache=keep), calls, metric)
+        _, small_answer = self._call("small", Request(**ask, **simple), calls, match)
+        large, large_answer = self._call("large", Request(**ask, **simple), calls, match)
+        if match.agree(small_answer, large_answer):
+            return self._trace("simple", large, metric, calls, t0)
+        # (ii) the small model reasons; its answer, from the second stage or read off the reasoning, is verified.
+        thought, small_answer = self._call("small", self.think_request(ask), calls, match, reasoning=True)
+        second = None
         if cfg.verify == "answer":
-            _, small_answer = self._call("small", Request(**ask, mode="answer", max_new_tokens=cfg.answer_tokens,
-                                                          reuse=thought), calls, metric)
-        if answers.answers_agree(small_answer, large_answer, metric):
-            return self._trace("reasoning", large, large_answer, calls, t0)
+            second, small_answer = self._call("small", self.second_stage_request(ask, thought), calls, match)
+        if match.agree(small_answer, large_answer):
+            return self._trace("reasoning", large, metric, calls, t0)
         # (iii) reasoning transfer to the large model's Simple prompt.
-        context, kept, n_reasoning = thought.text, None, thought.output_tokens
-        if cfg.transfer == "sparse":
-            att = reasoning_attention(self.small, thought, post_prompt, [cfg.sparse.layer], cfg.query)
-            calls.append(Call("small", self.names["small"], "attention",
-                              dict(text="", input_tokens=att.input_tokens, output_tokens=0, cached_tokens=0,
-                                   times=dict(preprocess=0.0, vision=0.0, prefill=att.seconds, decode=0.0),
-                                   latency=att.seconds)))
-            context, kept = sparse_reasoning(self.small.loaded.tokenizer, att, cfg.sparse)
-            n_reasoning = len(att.reasoning_ids)
-        final, final_answer = self._call("large", Request(**ask, mode="simple", max_new_tokens=simple_tokens,
-                                                          context=context), calls, metric, mode="transfer")
-        trace = self._trace("transfer", final, final_answer, calls, t0)
+        context, kept, n_reasoning, capture = self.reasoning_context(thought, second, post_prompt)
+        if capture is not None:
+            calls.append(capture)
+        thought.cache = None  # the KV cache is not needed any more
+        final, _ = self._call("large", Request(**ask, **simple, context=context), calls, match, mode="transfer")
+        trace = self._trace("transfer", final, metric, calls, t0)
         trace.kept_tokens, trace.reasoning_tokens = kept, n_reasoning
         return trace
 
     @staticmethod
-    def _trace(route, result: Result, answer: str, calls, t0) -> Trace:
-        return Trace(route, result.text, answer, calls, time.perf_counter() - t0)
+    def _trace(route, result: Result, metric: str, calls, t0) -> Trace:
+        """Trace.answer is the returned text's extracted form, as scoring reads it (mai.answers)."""
+        return Trace(route, result.text, answers.extract_answer(result.text, metric), calls, time.perf_counter() - t0)

@@ -136,13 +136,17 @@ def add_cascade_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     g.add_argument("--answer-tokens", type=int, default=16, help="max new tokens of the second-stage answer")
     g.add_argument("--verify", default="answer", choices=["answer", "reasoning"],
-                   help="verify with the two-stage answer (default) or with the answer read off the reasoning")
+                   help="answer: the two-stage answer of the paper's Section 5.1 (A_think^s, default); reasoning: "
+                        "the paper's simplified framework, the answer read off the reasoning (R_think^s)")
+    g.add_argument("--agree", default="paper", choices=["paper", "strict"],
+                   help="answer agreement: paper = as the paper says, per benchmark (POPE yes/no, ChartQA relaxed "
+                        "both ways, InfoVQA ANLS >= 0.5, multiple choice by option); strict = exact matches")
     g.add_argument("--transfer", default="full", choices=["full", "sparse"], help="reasoning transfer")
     g.add_argument("--sparse-layer", type=int, help="layer whose attention ranks the reasoning (sparse)")
     g.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (sparse)")
     g.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation (sparse)")
     g.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"],
-                   help="attention-sink handling (sparse)")
+                   help="sink handling (sparse): drop_first zeroes the first reasoning token's weight")
     g.add_argument("--query", default="answer", choices=["answer", "reasoning_end"],
                    help="whose attention ranks the reasoning: the answer position (default) or the last "
                         "reasoning token")
@@ -160,7 +164,8 @@ def cascade_config(args: argparse.Namespace):
             raise MaiError(f"--delta must lie in (0, 1], got {args.delta}")
         sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink)
     return CascadeConfig(think_tokens=args.think_tokens, answer_tokens=args.answer_tokens, verify=args.verify,
-                         transfer=args.transfer, sparse=sparse, query=args.query)
+                         transfer=args.transfer, sparse=sparse, query=args.query,
+                         agree=getattr(args, "agree", "paper"))
 
 
 def load(spec: str, args: argparse.Namespace, store=None):

@@ -18,6 +18,7 @@ time, exactly as `generate` does.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -26,6 +27,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from mai import prompts
+from mai.attention import capture_attention
 from mai.models import LoadedModel
 
 STAGES = ("preprocess", "vision", "prefill", "decode")
@@ -42,6 +44,9 @@ class Request:
     context: str | None = None  # reasoning transfer: another model's reasoning, prepended
     reuse: "Result | None" = None  # the first stage whose KV cache the second stage continues
     keep_cache: bool = False  # return the KV cache (a first stage that a second stage will reuse)
+    # Decoder layers whose last-row attention the PREFILL records into Result.attention (sparse transfer
+    # from the second stage's cached prefill; mai.transfer). Backends without attention ignore it.
+    capture: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass
@@ -51,6 +56,7 @@ class Result:
     output_tokens: int  # generated tokens, a closing eos included (each cost a decode step)
     times: dict[str, float]  # seconds per stage, keys STAGES
     cached_tokens: int = 0  # prompt tokens whose KV came from `reuse` instead of a prefill
+    stopped: bool = False  # the output ends with a stop token (counted in output_tokens, not in text)
     # Kept for a second stage: the full token sequence so far and the cache over it.
     sequence: torch.Tensor | None = dataclasses.field(default=None, repr=False)
     mm_token_type_ids: torch.Tensor | None = dataclasses.field(default=None, repr=False)
@@ -60,6 +66,15 @@ class Result:
     first_text: str = ""  # the user text of the first stage, for rendering the second
     stats: dict | None = None  # backend-specific counts, e.g. speculative decoding's draft acceptance
     batch_size: int | None = None  # set by generate_batch: times are the batch's, divided by this
+    fallback: str | None = None  # why generate_batch ran this request alone (batch_size 1), if it did
+    # Request.capture: layer -> the prefill's last-row attention [heads, keys] float32 CPU, keys = the
+    # whole sequence (cached prefix + this prompt).
+    attention: dict | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def content_tokens(self) -> int:
+        """Generated tokens without a closing stop token: what a reasoning hands over."""
+        return self.output_tokens - int(self.stopped)
 
     @property
     def latency(self) -> float:
@@ -74,6 +89,8 @@ class Result:
             out["stats"] = self.stats
         if self.batch_size is not None:
             out["batch_size"] = self.batch_size
+        if self.fallback is not None:
+            out["fallback"] = self.fallback
         return out
 
 
@@ -200,7 +217,12 @@ class HFGenerator:
         clock = _Clock(dev)
         vision = _VisionTimer(lm.model.model.visual, dev)
         try:
-            out = self._decode(inputs, kwargs, config, clock)
+            with contextlib.ExitStack() as stack:
+                # The capture's extra work (one float32 row per asked layer) is part of the prefill it
+                # rides on; the decode steps compute nothing extra.
+                cap = (stack.enter_context(capture_attention(lm.model, request.capture, prefill_only=True))
+                       if request.capture else None)
+                out = self._decode(inputs, kwargs, config, clock)
         finally:
             vision.remove()
         _sync(dev)
@@ -212,8 +234,11 @@ class HFGenerator:
         first_step = clock.first or t2
         times = dict(preprocess=t1 - t0, vision=vision.total,
                      prefill=max(first_step - t1 - vision.total, 0.0), decode=t2 - first_step)
+        stopped = bool(new.numel()) and int(new[-1]) in (config.eos_token_id or [])
         result = Result(text=text, input_tokens=n_in, output_tokens=int(new.numel()), times=times,
-                        cached_tokens=cached, first_text=first_text)
+                        cached_tokens=cached, stopped=stopped, first_text=first_text)
+        if cap is not None:
+            result.attention = {layer: row.float().cpu() for layer, row in cap.rows.items()}
         if request.keep_cache:
             result.sequence = out.sequences
             result.mm_token_type_ids = torch.cat(
@@ -233,10 +258,12 @@ class HFGenerator:
         decoding differs from plain generate (speculative decoding needs batch 1) run one at a time."""
         results: list[Result | None] = [None] * len(requests)
         groups: dict[tuple[int, int], list[int]] = {}
+        alone = None if type(self)._decode is HFGenerator._decode else "decoding needs batch size 1"
         for i, request in enumerate(requests):
-            if request.mode == "answer" or type(self)._decode is not HFGenerator._decode:
+            reason = "second stage continues its own cache" if request.mode == "answer" else alone
+            if reason:
                 results[i] = self.generate(request)
-                results[i].batch_size = 1
+                results[i].batch_size, results[i].fallback = 1, reason
             else:
                 groups.setdefault((request.min_new_tokens, request.max_new_tokens), []).append(i)
         size = self.max_batch or len(requests) or 1
@@ -299,7 +326,7 @@ class HFGenerator:
             new = new[:n_out]
             result = Result(text=lm.tokenizer.decode(new, skip_special_tokens=True),
                             input_tokens=width - pads[i], output_tokens=n_out, times=dict(times),
-                            first_text=text, batch_size=n)
+                            stopped=bool(len(ended)), first_text=text, batch_size=n)
             if request.keep_cache:
                 self._keep_row(result, out, inputs, i, pads[i], width + n_out, image_rows[i])
             results.append(result)

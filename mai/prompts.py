@@ -1,8 +1,12 @@
 """Prompt modes in the paper's words: Simple (S), Think / reasoning (R), and the second stage.
 
 - simple: the question and the benchmark's lmms-eval post-prompt; the model answers directly.
-- think:  the model reasons step by step, then answers. Instruct checkpoints are asked to in words;
-          Thinking checkpoints get the question alone and their own template opens <think>.
+- think:  the model reasons step by step, then answers: the question, then THINK_INSTRUCTION (think,
+          and the final-answer format "The answer is ..."). WITHOUT the benchmark's Simple post-prompt:
+          "Answer the question using a single word or phrase." contradicts "think step by step" and
+          shortens the reasoning, which moves the R baselines' latency (the denominator of every
+          speedup). The R baselines and MAI's Think call use this same prompt. Thinking checkpoints get
+          the question alone and their own template opens <think>.
 - answer: the second stage of the small model's two-stage answer (Section 5.1): after its reasoning,
           a new user turn asks for the short answer; it continues from the first stage's KV cache.
 Reasoning transfer prepends another model's reasoning to the Simple prompt (TRANSFER_TEMPLATE).
@@ -26,10 +30,11 @@ _SENTINEL = "\u2063MAI_STAGE1\u2063"
 
 def user_text(question: str, mode: str, post_prompt: str = "", context: str | None = None,
               thinking_checkpoint: bool = False) -> str:
-    """The text of the user turn for one prompt mode (images are separate content parts)."""
+    """The text of the user turn for one prompt mode (images are separate content parts). The Think
+    prompt leaves out `post_prompt` (see the module doc); the second stage asks for it instead."""
     if mode not in ("simple", "think"):
         raise ValueError(f"unknown prompt mode '{mode}'; choose from: simple, think")
-    text = question + post_prompt
+    text = question + post_prompt if mode == "simple" else question
     if mode == "think" and not thinking_checkpoint:
         text += THINK_INSTRUCTION
     if context:

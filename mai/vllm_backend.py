@@ -336,4 +336,4 @@ class VLLMGenerator:
         if "pixel_values" in vision:
             vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
         return capture_reasoning(lm.model, dict(input_ids=ids, mm_token_type_ids=mm, **vision), start,
-                                 list(state.reasoning_ids), layers)
+                                 list(state.reasoning_ids), layers, query)

@@ -354,8 +354,10 @@ def test_reasoning_weights_options():
     torch.testing.assert_close(reasoning_weights(row, pos, sink="drop_first"), torch.tensor([0.0, 0.3, 0.2]))
     torch.testing.assert_close(reasoning_weights(row, pos, sink="renormalize"),
                                torch.tensor([0.375, 0.375, 0.25]))
-    # position 0 not a candidate: drop_first changes nothing
-    torch.testing.assert_close(reasoning_weights(row, [2, 4], sink="drop_first"), reasoning_weights(row, [2, 4]))
+    # drop_first acts on the first candidate (the first reasoning token), wherever it is: key 0, the
+    # global sink, is a template token and never a candidate in the cascade
+    torch.testing.assert_close(reasoning_weights(row, [2, 4], sink="drop_first"), torch.tensor([0.0, 0.1]))
+    assert reasoning_weights(row, [], sink="drop_first").numel() == 0
     # a 1-D row is one head
     torch.testing.assert_close(reasoning_weights(row[0], pos), torch.tensor([0.5, 0.1, 0.1]))
     assert reasoning_weights(row, []).numel() == 0

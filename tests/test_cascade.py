@@ -35,6 +35,7 @@ def test_agree_at_simple_stops_after_two_calls():
     small, large = Scripted(simple="Yes."), Scripted(simple="yes")
     trace = _cascade(small, large).answer("Is there a cat?", [], "pope", POST, 8)
     assert trace.route == "simple" and trace.answer == "yes"
+    assert [c.answer for c in trace.calls] == ["yes", "yes"]  # what verification compared
     assert [(c.role, c.mode) for c in trace.calls] == [("small", "simple"), ("large", "simple")]
     totals = trace.totals()
     assert totals["large_output_tokens"] == 3 and totals["small_calls"] == 1
@@ -55,7 +56,36 @@ def test_reasoning_variant_reads_the_answer_off_the_reasoning():
     trace = _cascade(small, Scripted(simple="yes"), verify="reasoning").answer("Cat?", [], "pope", POST, 8)
     assert trace.route == "reasoning"
     assert [c.mode for c in trace.calls] == ["simple", "simple", "think"]  # no second stage
+    assert trace.calls[2].answer == "yes"
 
+
+@pytest.mark.parametrize("metric, question, think, large_says", [
+    ("pope", "Is there a cat?", "Yes, I can see a cat on the sofa, it is grey", "yes"),
+    ("option", "Which animal? There are several options:\nA. cat\nB. cow", "Looking at option B, a cow", "B"),
+])
+def test_a_reasoning_without_an_answer_cue_never_agrees(metric, question, think, large_says):
+    """The simplified framework reads the answer off the reasoning: one that names none (no cue) has no
+    answer, so the cascade goes on to transfer instead of taking the whole reasoning as the answer."""
+    small = Scripted(simple="zebra", think=think)
+    large = Scripted(simple=large_says, transfer=large_says)
+    trace = _cascade(small, large, verify="reasoning").answer(question, [], metric, POST, 8)
+    assert trace.calls[2].answer == ""
+    assert trace.route == "transfer"
+    assert [c.mode for c in trace.calls] == ["simple", "simple", "think", "transfer"]
+    # With the cue, the same reasoning agrees.
+    small = Scripted(simple="zebra", think=think + f". The answer is {large_says}.")
+    trace = _cascade(small, Scripted(simple=large_says), verify="reasoning").answer(question, [], metric, POST, 8)
+    assert trace.route == "reasoning"
+
+
+def test_multiple_choice_agrees_by_option():
+    """RealWorldQA: "Left" and "A" are the same answer when option A is "Left" (rule paper), not under
+    --agree strict."""
+    question = "Which way is the car turning?\nA. Left\nB. Right\nPlease answer directly with the letter."
+    for rule, route in (("paper", "simple"), ("strict", "transfer")):
+        small, large = Scripted(simple="Left", think="x", answer="Left"), Scripted(simple="A", transfer="A")
+        trace = _cascade(small, large, agree=rule).answer(question, [], "exact", "", 8)
+        assert trace.route == route, rule
 
 def test_full_transfer_prepends_the_whole_reasoning():
     reasoning = "The bars are 3, 5 and 4. The tallest is B. The answer is B."
@@ -68,19 +98,95 @@ def test_full_transfer_prepends_the_whole_reasoning():
     assert trace.totals()["large_calls"] == 2
 
 
-def test_sparse_transfer_with_the_real_small_model(tiny_small, chart_image):
-    """Small: tiny Qwen3-VL (think, second stage from its cache, attention capture); large: scripted to
-    disagree, so the cascade must reach sparse transfer."""
+class VisionCounter:
+    """Counts forwards of a model's vision tower (a forward hook), to show what ran it."""
+
+    def __init__(self, loaded):
+        self.n = 0
+        self.handle = loaded.model.model.visual.register_forward_hook(self._count)
+
+    def _count(self, *_):
+        self.n += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+def _eager_row(loaded, first, ids, layer):
+    """The last row of transformers' eager attention (output_attentions) over ids, image included: the
+    reference a capture must equal."""
+    import torch
+
+    mm = torch.zeros_like(ids)
+    mm[:, :first.input_tokens] = first.mm_token_type_ids[:, :first.input_tokens]
+    saved = loaded.model.config._attn_implementation
+    loaded.model.set_attn_implementation("eager")
+    try:
+        with torch.inference_mode():
+            out = loaded.model(input_ids=ids, mm_token_type_ids=mm, attention_mask=torch.ones_like(ids),
+                               output_attentions=True, use_cache=False, **first.vision_inputs)
+    finally:
+        loaded.model.set_attn_implementation(saved)
+    return out.attentions[layer][0, :, -1, :].float()
+
+
+class Keep:
+    """Wraps a generator and keeps every Result it returns (with its cache and captured attention)."""
+
+    def __init__(self, gen):
+        self.gen, self.results = gen, []
+        self.loaded = gen.loaded
+
+    def generate(self, request):
+        self.results.append(self.gen.generate(request))
+        return self.results[-1]
+
+    def reasoning_ids(self, first):
+        return self.gen.reasoning_ids(first)
+
+
+@pytest.mark.parametrize("verify", ["answer", "reasoning"])
+def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart_image, verify):
+    """Small: tiny Qwen3-VL; large: scripted to disagree, so the cascade must reach sparse transfer. The
+    vision tower runs once per first stage (Simple, Think), never for the capture; the kept tokens are
+    select_by_mass over the eager attention row of the same sequence."""
+    import torch
+
+    from mai.attention import reasoning_weights, select_by_mass
+    from mai.transfer import _sequence
+
     large = Scripted(simple="zebra", transfer="B")
     opts = SparseOptions(layer=2, delta=0.5)
-    cascade = _cascade(HFGenerator(tiny_small), large, transfer="sparse", sparse=opts)
-    trace = cascade.answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
+    small = Keep(HFGenerator(tiny_small))
+    cascade = _cascade(small, large, transfer="sparse", sparse=opts, verify=verify)
+    with VisionCounter(tiny_small) as vision:
+        trace = cascade.answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
     assert trace.route == "transfer"
-    assert [c.mode for c in trace.calls] == ["simple", "simple", "think", "answer", "attention", "transfer"]
-    assert trace.reasoning_tokens >= 1 and 1 <= trace.kept_tokens <= trace.reasoning_tokens
+    assert vision.n == 2  # small Simple and Think; not the second stage, not the capture
+    modes = [c.mode for c in trace.calls]
+    if verify == "answer":  # the capture rode on the second stage's prefill: no call of its own
+        assert modes == ["simple", "simple", "think", "answer", "transfer"]
+    else:  # one suffix-only forward on the kept cache, a labelled call with its own time
+        assert modes == ["simple", "simple", "think", "attention", "transfer"]
+        capture = trace.calls[3].result
+        assert capture["source"] == "cache" and capture["latency"] > 0
+        assert capture["input_tokens"] - capture["cached_tokens"] < 40  # the suffix, not the prompt
+    thought = small.results[1]
+    assert trace.reasoning_tokens == thought.content_tokens >= 1
+    # The reference: eager attention over prompt + reasoning + second-stage suffix, from scratch.
+    ids, reasoning = _sequence(small.gen, thought, POST, "answer")
+    want_row = _eager_row(tiny_small, thought, ids, opts.layer)
+    positions = range(thought.input_tokens, thought.input_tokens + len(reasoning))
+    want = select_by_mass(reasoning_weights(want_row, positions), opts.delta)
+    assert trace.kept_tokens == len(want) and 1 <= len(want) < len(reasoning)
     context = large.requests[-1].context
-    assert context is not None and len(context) <= len(trace.calls[2].result["text"])
-    assert trace.calls[4].result["input_tokens"] > trace.calls[2].result["input_tokens"]
+    assert context == tiny_small.tokenizer.decode([reasoning[k] for k in want], skip_special_tokens=True)
+    if verify == "answer":
+        row = small.results[2].attention[opts.layer]
+        torch.testing.assert_close(row, want_row, atol=1e-4, rtol=0)
 
 
 def test_real_models_route_and_trace_are_consistent(tiny_small, tiny_large, chart_image):
@@ -104,3 +210,7 @@ def test_config_errors():
         CascadeConfig(transfer="sparse")
     with pytest.raises(ValueError, match="verify must be one of"):
         CascadeConfig(verify="vote")
+    with pytest.raises(ValueError, match="agree must be one of"):
+        CascadeConfig(agree="loose")
+    assert CascadeConfig(agree="strict").to_dict()["agree"] == "strict"
+    assert CascadeConfig().to_dict()["agree"] == "paper"
