@@ -166,6 +166,34 @@ def test_decode_step_with_cache_matches_full_forward(llama):
     torch.testing.assert_close(cap.rows[1], full, atol=TOL, rtol=0)
 
 
+def test_cached_prefill_of_several_tokens_matches_full_forward(llama):
+    """A prefill of several new tokens on a KV cache (the second stage's suffix): its last row covers
+    every key, cached ones included, and equals the full forward's last row."""
+    inputs = _text_batch(1, 14, 256, False)
+    full = _captured(llama, inputs, [1])[0].rows[1]
+    with torch.no_grad():
+        prefix = llama(input_ids=inputs["input_ids"][:, :9], use_cache=True)
+        with capture_attention(llama, [1]) as cap:
+            llama(input_ids=inputs["input_ids"][:, 9:], cache=prefix.cache, use_cache=True)
+    assert cap.rows[1].shape[-1] == 14
+    torch.testing.assert_close(cap.rows[1], full, atol=TOL, rtol=0)
+
+
+def test_prefill_only_keeps_the_prefill_row_of_a_generate(llama):
+    """prefill_only: the rows of a generate are its prefill's (the prompt's last row), not the last decode
+    step's, and decode steps compute no row."""
+    inputs = _text_batch(1, 10, 256, False)
+    want = _captured(llama, inputs, [1])[0].rows[1]
+    with torch.no_grad(), capture_attention(llama, [1], prefill_only=True) as cap:
+        llama.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert cap.forwards == 4 and not cap.recording  # prefill + 3 decode steps, only the first recorded
+    assert cap.rows[1].shape[-1] == 10
+    torch.testing.assert_close(cap.rows[1], want, atol=TOL, rtol=0)
+    with torch.no_grad(), capture_attention(llama, [1]) as every:
+        llama.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert every.rows[1].shape[-1] == 13  # without it: the last decode step's row
+
+
 # ---------------------------------------------------------------------------------------------------
 # Outputs unchanged, implementation restored, layer selection
 # ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""Sparse transfer's attention, from wherever it is captured (the second stage's cached prefill, one
+forward on the kept cache, a fresh full forward), equals transformers' eager attention over the same
+sequence, whether the first stage stopped at the length limit or at a stop token."""
+import pytest
+import torch
+
+from mai.attention import SparseOptions
+from mai.generation import HFGenerator, Request
+from mai.transfer import (attention_over_reasoning, capture_on_cache, from_second_stage, reasoning_attention,
+                          _sequence)
+
+POST = "\nAnswer the question using a single word or phrase."
+LAYER = 2
+
+
+def eager_last_row(loaded, first, ids, layer=LAYER):
+    """Row -1 of eager attention (output_attentions=True) over ids, image included, from scratch."""
+    mm = torch.zeros_like(ids)
+    mm[:, :first.input_tokens] = first.mm_token_type_ids[:, :first.input_tokens]
+    saved = loaded.model.config._attn_implementation
+    loaded.model.set_attn_implementation("eager")
+    try:
+        with torch.inference_mode():
+            out = loaded.model(input_ids=ids, mm_token_type_ids=mm, attention_mask=torch.ones_like(ids),
+                               output_attentions=True, use_cache=False, **first.vision_inputs)
+    finally:
+        loaded.model.set_attn_implementation(saved)
+    return out.attentions[layer][0, :, -1, :].float()
+
+
+@pytest.fixture(params=["length", "eos"])
+def first_stage(request, tiny_small, chart_image, monkeypatch):
+    """A Think first stage with its cache, ended at the length limit or (made to) end at a stop token."""
+    gen = HFGenerator(tiny_small)
+    think = Request("Which bar is tallest?", [chart_image], "think", POST, 10, keep_cache=True)
+    if request.param == "eos":
+        probe = gen.generate(think)
+        token = int(probe.sequence[0, probe.input_tokens + 5])
+        monkeypatch.setattr(tiny_small.model.generation_config, "eos_token_id", [*tiny_small.eos_token_ids, token])
+    first = gen.generate(think)
+    assert first.stopped == (request.param == "eos")
+    assert first.cache.get_seq_length() == first.input_tokens + first.output_tokens - 1
+    return gen, think, first
+
+
+def test_second_stage_prefill_rows_equal_eager(first_stage):
+    gen, think, first = first_stage
+    ids, reasoning = _sequence(gen, first, POST, "answer")
+    want = eager_last_row(gen.loaded, first, ids)
+    second = gen.generate(Request(think.question, think.images, "answer", POST, 3, reuse=first, capture=(LAYER,)))
+    att = from_second_stage(gen, first, second)
+    assert att.source == "second stage" and att.seconds == 0.0 and att.input_tokens == ids.shape[1]
+    assert att.reasoning_ids == reasoning and len(reasoning) == first.content_tokens
+    torch.testing.assert_close(att.rows[LAYER], want, atol=1e-4, rtol=0)
+    # the capture changed nothing the second stage generates
+    plain = gen.generate(think)
+    again = gen.generate(Request(think.question, think.images, "answer", POST, 3, reuse=plain))
+    assert again.text == second.text and again.attention is None
+
+
+@pytest.mark.parametrize("query", ["answer", "reasoning_end"])
+def test_forward_on_the_kept_cache_equals_eager(first_stage, query):
+    gen, think, first = first_stage
+    ids, reasoning = _sequence(gen, first, POST, query)
+    want = eager_last_row(gen.loaded, first, ids)
+    reference = attention_over_reasoning(gen, first, POST, [LAYER], query)  # a fresh full forward
+    att = capture_on_cache(gen, first, POST, [LAYER], query)
+    assert att.source == "cache" and att.input_tokens == ids.shape[1] == reference.input_tokens
+    fed = att.input_tokens - att.cached_tokens
+    assert fed == (1 if query == "reasoning_end" else ids.shape[1] - first.input_tokens - len(reasoning)
+                   + (not first.stopped))  # the suffix, plus a last reasoning token never fed
+    torch.testing.assert_close(att.rows[LAYER], want, atol=1e-4, rtol=0)
+    torch.testing.assert_close(reference.rows[LAYER], want, atol=1e-4, rtol=0)
+
+
+def test_reasoning_end_does_not_select_its_own_query_token(first_stage):
+    """The last reasoning token is the query of reasoning_end: it attends to itself, and must not be a
+    candidate (it would be kept for its self-attention alone)."""
+    gen, _, first = first_stage
+    att = capture_on_cache(gen, first, POST, [LAYER], "reasoning_end")
+    n = len(att.reasoning_ids)
+    assert att.candidates == n - 1 and list(att.positions) == list(range(att.start, att.start + n - 1))
+    options = SparseOptions(layer=LAYER, delta=1.0)
+    assert n - 1 not in att.kept(options)
+    # the same row with the last token as a candidate would keep it (it holds mass on itself)
+    assert att.rows[LAYER].mean(0)[att.start + n - 1] > 0
+
+
+def test_capture_after_a_second_stage_cuts_the_cache_back(first_stage):
+    """verify=answer then query=reasoning_end: the second stage has extended the cache; the capture cuts
+    it back to the reasoning and feeds only the last reasoning token."""
+    gen, think, first = first_stage
+    ids, _ = _sequence(gen, first, POST, "reasoning_end")
+    want = eager_last_row(gen.loaded, first, ids)
+    second = gen.generate(Request(think.question, think.images, "answer", POST, 3, reuse=first))
+    att = reasoning_attention(gen, first, POST, [LAYER], "reasoning_end", second)
+    assert att.source == "cache" and att.input_tokens - att.cached_tokens == 1
+    torch.testing.assert_close(att.rows[LAYER], want, atol=1e-4, rtol=0)
