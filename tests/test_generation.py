@@ -1,4 +1,5 @@
 """Generation: the second stage from a reused KV cache equals recomputing it, and the accounting adds up."""
+import pytest
 import torch
 
 from mai import prompts
@@ -23,11 +24,21 @@ def _recompute(loaded, first_request, stage2_ids, max_new_tokens):
     return out.sequences[0, stage2_ids.shape[1]:], out.logits[0][0]
 
 
-def test_second_stage_from_cache_equals_recompute(tiny_small, chart_image):
+@pytest.mark.parametrize("end", ["length", "eos"])
+def test_second_stage_from_cache_equals_recompute(tiny_small, chart_image, monkeypatch, end):
+    """The first stage ends at the length limit (its last token never fed: the second stage feeds it) or
+    at a stop token (dropped: the template's suffix closes the turn itself)."""
     gen = HFGenerator(tiny_small)
     first_req = Request("Which bar is the tallest?", [chart_image], "think", POST, max_new_tokens=12,
                         keep_cache=True)
+    if end == "eos":  # make one of its own tokens a stop token, so that it stops there
+        probe = gen.generate(first_req)
+        token = int(probe.sequence[0, probe.input_tokens + 6])
+        monkeypatch.setattr(tiny_small.model.generation_config, "eos_token_id", [*tiny_small.eos_token_ids, token])
     first = gen.generate(first_req)
+    assert first.stopped == (end == "eos") and first.content_tokens == first.output_tokens - (end == "eos")
+    assert (first.output_tokens < 12) == (end == "eos")
+    assert gen.reasoning_ids(first).numel() == first.content_tokens
     # Another prompt in between replaces the model's M-RoPE state; the second stage must not depend on it.
     gen.generate(Request("Is there a dog?", [chart_image.resize((200, 100))], "simple", POST, 4))
 
@@ -85,8 +96,31 @@ def test_context_is_prepended_to_simple_prompt():
     text = prompts.user_text("Q?", "simple", POST, context="  because 3 > 2  ")
     assert text.startswith("Reasoning from another model:\nbecause 3 > 2\n\nQ?")
     assert text.endswith(POST)
-    assert prompts.THINK_INSTRUCTION in prompts.user_text("Q?", "think", POST)
-    assert prompts.THINK_INSTRUCTION not in prompts.user_text("Q?", "think", POST, thinking_checkpoint=True)
+
+
+def test_think_prompt_has_no_short_answer_post_prompt():
+    """Think = question + think instruction (with the final-answer format), never the Simple post-prompt
+    that asks for a single word; a Thinking checkpoint gets the question alone."""
+    assert prompts.user_text("Q?", "think", POST) == "Q?" + prompts.THINK_INSTRUCTION
+    assert "The answer is" in prompts.THINK_INSTRUCTION and "single word" not in prompts.THINK_INSTRUCTION
+    assert prompts.user_text("Q?", "think", POST, thinking_checkpoint=True) == "Q?"
+    assert prompts.user_text("Q?", "simple", POST) == "Q?" + POST
+
+
+def test_r_baselines_and_mai_think_send_the_same_prompt(tiny_small, chart_image):
+    """The R baselines (mai.evaluate.request_for, mode think) and MAI's Think call render one prompt."""
+    from mai.cascade import Cascade, CascadeConfig
+    from mai.data import Example, get_benchmark
+    from mai.evaluate import request_for
+
+    bench = get_benchmark("synth-chartqa")
+    example = Example("x", bench.name, "Which bar is the tallest?", ["B"], [])
+    baseline = request_for(example, bench, [chart_image], "think", 64)
+    gen = HFGenerator(tiny_small)
+    mai_think = Cascade(gen, gen, CascadeConfig(think_tokens=64)).think_request(
+        dict(question=example.question, images=[chart_image], post_prompt=bench.post_prompt))
+    assert gen._prompt(baseline) == gen._prompt(mai_think)
+    assert bench.post_prompt not in gen._prompt(mai_think)[0]
 
 
 def test_rendered_prompt_uses_chat_template(tiny_small):
