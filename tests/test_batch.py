@@ -101,11 +101,11 @@ def _calls(trace):
              c.result["cached_tokens"], c.answer) for c in trace.calls]
 
 
-@pytest.mark.parametrize("transfer", ["full", "sparse"])
-def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart_image, transfer):
+@pytest.mark.parametrize("transfer, query", [("full", "answer"), ("sparse", "answer"), ("sparse", "reasoning_end")])
+def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart_image, transfer, query):
     small = HFGenerator(tiny_small)
     sparse = SparseOptions(layer=2, delta=0.6) if transfer == "sparse" else None
-    config = CascadeConfig(think_tokens=8, answer_tokens=4, transfer=transfer, sparse=sparse)
+    config = CascadeConfig(think_tokens=8, answer_tokens=4, transfer=transfer, sparse=sparse, query=query)
     images = [[chart_image.resize((64 + 40 * k, 64 + 20 * k))] for k in range(4)]
     queries = [Query(f"Which bar is tallest? ({k})", images[k], "relaxed", POST, 4) for k in range(4)]
     # What the small model answers, to script agreement: q0 at Simple, q1 after reasoning, q2, q3 never.
@@ -127,9 +127,61 @@ def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart
         assert _calls(g) == _calls(w)
         assert g.wall_seconds == pytest.approx(g.totals()["latency"])
     assert large.batches == [4, 2]  # Simple for all; transfer for the two that reach it
+    # small Simple, large Simple, think (3 disagree), answer (from its own cache), [capture,] transfer (2 left)
+    modes = ["simple", "simple", "think", "answer"] + (["attention"] if query == "reasoning_end" else []) + ["transfer"]
+    assert [c.mode for c in got[2].calls] == modes
     sizes = [c.result.get("batch_size") for c in got[2].calls if c.mode != "attention"]
-    # small Simple, large Simple, think (3 disagree), answer (from its own cache), transfer (2 left)
     assert sizes == [4, 4, 3, 1, 2]
+    # the second stage ran alone, and says so; batched calls do not
+    assert [c.result.get("fallback") for c in got[2].calls] == [
+        "second stage continues its own cache" if c.mode == "answer" else None for c in got[2].calls]
+
+
+@pytest.mark.parametrize("transfer", ["full", "sparse"])
+def test_stage_order_with_the_simplified_framework(tiny_small, chart_image, transfer):
+    """verify=reasoning: no second stage; the answer is read off the reasoning (random weights name
+    none, so every disagreement goes on to transfer), in stage order as in example order."""
+    small = HFGenerator(tiny_small)
+    sparse = SparseOptions(layer=2, delta=0.6) if transfer == "sparse" else None
+    config = CascadeConfig(think_tokens=8, answer_tokens=4, verify="reasoning", transfer=transfer, sparse=sparse)
+    queries = [Query(f"Which bar is tallest? ({k})", [chart_image.resize((64 + 40 * k, 80))], "relaxed", POST, 4)
+               for k in range(3)]
+    probe = Cascade(small, ScriptedLarge({q.question: "zebra" for q in queries}), config, "S", "L")
+    agreeing = probe.answer(queries[0].question, queries[0].images, "relaxed", POST, 4).calls[0].result["text"]
+    large = ScriptedLarge({q.question: agreeing if k == 0 else "zebra" for k, q in enumerate(queries)})
+    cascade = Cascade(small, large, config, "S", "L")
+    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    got = run_cascade_stage_major(cascade, queries)
+    assert [t.route for t in got] == [t.route for t in want] == ["simple", "transfer", "transfer"]
+    for w, g in zip(want, got):
+        assert (g.prediction, g.kept_tokens, g.reasoning_tokens, _calls(g)) == \
+            (w.prediction, w.kept_tokens, w.reasoning_tokens, _calls(w))
+    modes = ["simple", "simple", "think"] + (["attention"] if transfer == "sparse" else []) + ["transfer"]
+    assert [c.mode for c in got[1].calls] == modes
+
+
+def test_rows_rerun_at_batch_size_one_are_marked(tmp_path, tiny_small, chart_image):
+    """A batch that raises is rerun one example at a time; those rows say so ("fallback"), the others
+    do not."""
+    from mai.batch import FALLBACK, run_systems_stage_major
+    from mai.data import load_benchmark
+    from mai.results import RunStore
+
+    examples = load_benchmark("synth-chartqa", limit=2)
+    store = RunStore(tmp_path, "exp", "run", {})
+
+    def one(ex, bench, images):
+        return dict(text="5", output_tokens=1, input_tokens=1)
+
+    def many_fails(items):
+        raise RuntimeError("out of memory")
+
+    def many(items):
+        return [one(*item) for item in items]
+
+    run_systems_stage_major(store, [({"system": "bad"}, one, many_fails), ({"system": "ok"}, one, many)], examples)
+    rows = store.rows()
+    assert [(r["system"], r.get("fallback")) for r in rows] == [("bad", FALLBACK)] * 2 + [("ok", None)] * 2
 
 
 def test_stage_order_with_two_real_models(tiny_small, tiny_large, chart_image):
