@@ -5,7 +5,8 @@ size 1: the paper's latency setting. --order stage is for throughput:
 
     (i)   small Simple for all; large Simple for all; compare                 -> route "simple"
     (ii)  small Think for the disagreeing ones; their second stage; compare  -> route "reasoning"
-    (iii) (sparse: one attention capture each) large Simple + reasoning for the rest -> route "transfer"
+    (iii) large Simple + reasoning (whole or sparse) for the rest              -> route "transfer"
+          (sparse: the attention the second stage's prefill recorded, or one forward on each kept cache)
 
 Each stage is one `generate_batch` call (mai.generation for transformers, mai.vllm_backend for vLLM),
 and the traces are the same Trace objects as Cascade.answer's, calls in the same order. Under greedy

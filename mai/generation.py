@@ -14,7 +14,12 @@ Result says `batch_size`. Greedy rows are independent (padding is masked and M-R
 the attention mask), so a batched answer is the batch-1 answer up to floating-point differences between
 batched and unbatched kernels; on the tiny fp32 models they are identical token for token
 (tests/test_batch.py). Second stages (mode "answer") continue each request's own KV cache one at a
-time, exactly as `generate` does.
+time, exactly as `generate` does; such a Result says `batch_size` 1 and why, in `fallback`.
+
+Attention for sparse transfer (Request.capture): the prefill of the call records the last query row at
+the asked layers (mai.attention.capture_attention, prefill_only), so a second stage's prefill of its
+suffix on the first stage's cache yields the row over every key, image and reasoning included, without
+a second vision pass or a re-prefill (mai.transfer).
 """
 from __future__ import annotations
 
