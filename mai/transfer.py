@@ -79,7 +79,8 @@ class ReasoningAttention:
         out = {}
         for layer, row in sorted(self.rows.items()):
             mean = row.mean(0)
-            out[layer] = dict(sink=float(mean[0]), reasoning=float(mean[self.start:self.start + len(self.reasoning_ids)].sum()))
+            reasoning = mean[self.start:self.start + len(self.reasoning_ids)]
+            out[layer] = dict(sink=float(mean[0]), reasoning=float(reasoning.sum()))
         return out
 
 
@@ -107,7 +108,8 @@ def _sequence(generator: HFGenerator, first: Result, post_prompt: str, query: st
     return ids, reasoning.tolist()
 
 
-def from_second_stage(generator: HFGenerator, first: Result, second: Result, query: str = "answer") -> ReasoningAttention:
+def from_second_stage(generator: HFGenerator, first: Result, second: Result,
+                      query: str = "answer") -> ReasoningAttention:
     """The rows the second stage's cached prefill recorded (Request.capture): no forward of its own."""
     if query != "answer":
         raise ValueError("the second stage's prefill ends at the answer query; reasoning_end needs capture_on_cache")
