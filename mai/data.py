@@ -32,7 +32,7 @@ from typing import Any, Callable
 from PIL import Image, ImageDraw
 
 from mai import MaiError, hub
-from mai.metrics import mmbench_choices
+from mai.metrics import MMBENCH_CIRCULAR_MOD, mmbench_choices
 
 __all__ = [
     "Example",
@@ -411,6 +411,18 @@ def _cast_image_undecoded(ds, column: str = "image"):
         return ds  # left as is; Example.load_images copes with bytes, paths and dicts
 
 
+def _mmbench_indices(ds, limit: int | None, seed: int) -> list[int]:
+    """Rows of a subsample of MMBench *questions*, each with all its rotated copies.
+
+    CircularEval (mai.metrics.mmbench_circular) scores a question over every row whose index modulo
+    1e6 is its index, so ``limit`` counts questions (index < 1e6) here, not rows.
+    """
+    index = [int(i) for i in ds.data.column("index").to_pylist()]
+    questions = sorted({i for i in index if i < MMBENCH_CIRCULAR_MOD})
+    chosen = {questions[k] for k in subsample_indices(len(questions), limit, seed)}
+    return [row for row, i in enumerate(index) if i % MMBENCH_CIRCULAR_MOD in chosen]
+
+
 def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -> list[Example]:
     missing = [c for c in _REQUIRED_COLUMNS[bench.name] if c not in ds.column_names]
     if missing:
@@ -418,7 +430,7 @@ def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -
             f"{bench.name}: data lacks column(s) {', '.join(missing)} of the {bench.hub_path} schema "
             f"(has: {', '.join(ds.column_names)})"
         )
-    indices = subsample_indices(len(ds), limit, seed)
+    indices = _mmbench_indices(ds, limit, seed) if bench.name == "mmbench" else subsample_indices(len(ds), limit, seed)
     if bench.name == "pope":
         id_key = _pope_id_key(ds)
         build = lambda row, idx: _row_pope(bench, row, idx, id_key)  # noqa: E731

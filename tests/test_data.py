@@ -338,6 +338,17 @@ def test_mmbench_question_text(parquet_mmbench):
     json.dumps([e.meta for e in ex])
 
 
+def test_mmbench_limit_counts_questions_with_their_rotations(parquet_mmbench):
+    """--limit on MMBench picks questions, each with every rotated copy, so CircularEval stays whole."""
+    seen = set()
+    for seed in range(6):
+        ex = load_benchmark("mmbench", limit=1, seed=seed, data_files=parquet_mmbench)
+        ids = [e.id for e in ex]
+        assert ids in (["mmbench-241", "mmbench-1000241"], ["mmbench-242"])
+        seen.add(tuple(ids))
+    assert len(seen) == 2
+
+
 def test_parquet_without_hf_metadata(tmp_path):
     """A struct {bytes, path} image column written by plain pandas/pyarrow also loads undecoded."""
     import pandas as pd
