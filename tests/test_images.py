@@ -69,6 +69,35 @@ def test_processor_gets_our_resized_image(tiny_small):
     assert inputs["image_grid_thw"].tolist() == [[1, 6, 8]]
 
 
+class _Spy:
+    """A processor that records what it is called with and otherwise is the real one."""
+
+    def __init__(self, processor):
+        self._processor, self.calls = processor, []
+
+    def __getattr__(self, name):
+        return getattr(self._processor, name)
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(kwargs)
+        return self._processor(*args, **kwargs)
+
+
+def test_processor_receives_sized_images_and_does_not_resize(tiny_small):
+    """The resize is ours, so the processor (PIL here, torchvision under vLLM) never resamples again."""
+    import dataclasses
+
+    spy = _Spy(tiny_small.processor)
+    loaded = dataclasses.replace(tiny_small, processor=spy)
+    picture = Image.new("RGB", (300, 200), (10, 200, 30))
+    HFGenerator(loaded)._inputs(Request("What is it?", [picture], "simple", "", 4))
+    HFGenerator(loaded).generate_batch([Request("What is it?", [picture], "simple", "", 1)])
+    assert len(spy.calls) == 2
+    for call in spy.calls:
+        assert call["do_resize"] is False
+        assert [im.size for im in call["images"]] == [(128, 96)]
+
+
 def test_cli_policy_flag():
     ns = argparse.Namespace
     assert cli.pixel_kwargs(ns(image_size="simple", max_pixels=None)) == {}
