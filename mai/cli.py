@@ -67,7 +67,7 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16, fp32")
     p.add_argument("--attn", default="sdpa", help="attention implementation: sdpa, eager, flash_attention_2")
     p.add_argument("--max-pixels", type=int, help="cap on the image-size policy's max_pixels")
-    p.add_argument("--image-size", choices=["simple", "chat"], default="simple",
+    p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",
                    help="image pixel bounds of lmms-eval's Qwen3-VL wrappers (mai.images): simple, 200,704 to "
                         "1,605,632 (default); chat, 4,096 to 16,777,216")
     p.add_argument("--report-dir", default=str(REPO_ROOT),
@@ -122,7 +122,7 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
     config["scoring"] = dict(lmms_eval=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT}",
                              realworldqa=metrics.REALWORLDQA_CURRENT,
                              mmbench="mmbench_en_dev_static (no GPT judge), CircularEval")
-    config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_size", images.DEFAULT_POLICY),
+    config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_policy", images.DEFAULT_POLICY),
                                                        getattr(args, "max_pixels", None)))
     sources = data.dataset_sources()
     config["datasets"] = {b: sources.get(b) for b in getattr(args, "benchmarks", None) or []}
@@ -133,11 +133,11 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
 
 
 def pixel_kwargs(args: argparse.Namespace) -> dict:
-    """Image-size flags for load_model: the --image-size policy's bounds (mai.images), capped by
+    """Image-size flags for load_model: the --image-policy's bounds (mai.images), capped by
     --max-pixels (the lower bound follows a cap below it); {} for the default policy uncapped."""
     from mai import images
 
-    policy = getattr(args, "image_size", None) or images.DEFAULT_POLICY
+    policy = getattr(args, "image_policy", None) or images.DEFAULT_POLICY
     if policy == images.DEFAULT_POLICY and not getattr(args, "max_pixels", None):
         return {}
     lo, hi = images.policy_bounds(policy, getattr(args, "max_pixels", None))

@@ -100,7 +100,7 @@ def test_processor_receives_sized_images_and_does_not_resize(tiny_small):
 
 def test_cli_policy_flag():
     ns = argparse.Namespace
-    assert cli.pixel_kwargs(ns(image_size="simple", max_pixels=None)) == {}
-    assert cli.pixel_kwargs(ns(image_size="chat", max_pixels=None)) == dict(min_pixels=4_096, max_pixels=16_777_216)
-    assert cli.pixel_kwargs(ns(image_size="simple", max_pixels=128 * 128)) == dict(min_pixels=16_384,
+    assert cli.pixel_kwargs(ns(image_policy="simple", max_pixels=None)) == {}
+    assert cli.pixel_kwargs(ns(image_policy="chat", max_pixels=None)) == dict(min_pixels=4_096, max_pixels=16_777_216)
+    assert cli.pixel_kwargs(ns(image_policy="simple", max_pixels=128 * 128)) == dict(min_pixels=16_384,
                                                                                    max_pixels=16_384)
