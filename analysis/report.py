@@ -55,22 +55,47 @@ def provenance_note(config: dict, described: dict) -> str:
             f"{data}{sample}, on {device}; commit {str(prov.get('git_commit'))[:10]}.")
     if random or synthetic:
         note += " These numbers check the machinery; they are not the paper's."
-    return note
+    return f"{note} {SCORING}"
 
 
-def accuracy(rows: list[dict]) -> float | None:
-    """The benchmark's headline score (in %) over rows without errors."""
+# Which score the tables' accuracy column shows, said on each table's provenance line.
+SCORING = (f"Accuracy is lmms-eval's score of the raw output ({metrics.LMMS_EVAL_REPO} at "
+           f"{metrics.LMMS_EVAL_COMMIT[:8]}; MMBench as mmbench_en_dev_static, CircularEval x100, no GPT judge).")
+
+
+def _scores(rows: list[dict], extracted: bool = False) -> dict | None:
     ok = [r for r in rows if not r.get("error")]
     if not ok:
         return None
     metric = get_benchmark(ok[0]["benchmark"]).metric
-    return 100.0 * metrics.aggregate(metric, ok)[metrics.HEADLINE[metric]]
+    return {"metric": metric, **metrics.aggregate(metric, ok, extracted_answers=extracted)}
+
+
+def accuracy(rows: list[dict], extracted: bool = False) -> float | None:
+    """The benchmark's headline score (in %) over rows without errors: lmms-eval's scoring of the raw
+    output, or with ``extracted`` of what our answer extraction reads off it (``score_extracted``).
+    MMBench's is CircularEval's, x100 as lmms-eval reports it."""
+    scores = _scores(rows, extracted)
+    return None if scores is None else 100.0 * scores[metrics.HEADLINE[scores["metric"]]]
+
+
+def chartqa_splits(rows: list[dict]) -> dict:
+    """ChartQA's human_test and augmented split scores (%), as chartqa/utils.py reports them beside the
+    overall one; empty for rows without ChartQA's split names (synth-chartqa)."""
+    scores = _scores(rows)
+    if not scores or "relaxed_human_split" not in scores:
+        return {}
+    pct = lambda v: None if v is None else 100.0 * v  # noqa: E731
+    return {"human_split": pct(scores["relaxed_human_split"]), "augmented_split": pct(scores["relaxed_augmented_split"])}
 
 
 def summarize(rows: list[dict], by=("benchmark", "model", "mode"),
-              means=(("output_tokens", "output_tokens"), ("latency_s", "latency")), order=None) -> pd.DataFrame:
-    """One line per group: n, errors, accuracy (%), and the mean of each (column, row field) in `means`
-    over rows without errors. `order` sorts the groups (a key function of the group's values)."""
+              means=(("output_tokens", "output_tokens"), ("latency_s", "latency")), order=None,
+              extracted: bool = False) -> pd.DataFrame:
+    """One line per group: n, errors, accuracy (%, lmms-eval's scoring of the raw output), ChartQA's
+    split scores when there are any, with ``extracted`` also accuracy_extracted (after our answer
+    extraction), and the mean of each (column, row field) in `means` over rows without errors.
+    `order` sorts the groups (a key function of the group's values)."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r.get(k) for k in by), []).append(r)
@@ -78,10 +103,15 @@ def summarize(rows: list[dict], by=("benchmark", "model", "mode"),
     for key, group in sorted(groups.items(), key=lambda kv: order(kv[0]) if order else kv[0]):
         ok = [r for r in group if not r.get("error")]
         rec = dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=accuracy(group))
+        rec.update(chartqa_splits(group))
+        if extracted:
+            rec["accuracy_extracted"] = accuracy(group, extracted=True)
         for column, field in means:
             rec[column] = mean([r.get(field) for r in ok])
         records.append(rec)
-    return pd.DataFrame.from_records(records, columns=[*by, "n", "errors", "accuracy", *(c for c, _ in means)])
+    scores = [c for c in ("human_split", "augmented_split", "accuracy_extracted") if any(c in r for r in records)]
+    return pd.DataFrame.from_records(records, columns=[*by, "n", "errors", "accuracy", *scores,
+                                                       *(c for c, _ in means)])
 
 
 def mean(values):

@@ -1,5 +1,8 @@
 """Table 7 from a 07_prompt_modes run: accuracy, mean output tokens and latency per model and prompt mode.
 
+The accuracy column is lmms-eval's score of the raw output (mai.metrics); accuracy_extracted scores
+what our answer extraction reads off it, which matters for the reasoning (R) rows.
+
     python -m analysis.table07 runs/07_prompt_modes/cpu
 """
 from __future__ import annotations
@@ -20,13 +23,14 @@ MODE_TAG = {"simple": "S", "think": "R"}
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
     note = report.provenance_note(config, described)
-    df = report.summarize(rows)
+    df = report.summarize(rows, extracted=True)
     df.insert(1, "setting", [f"{m}-{MODE_TAG.get(mode, mode)}" for m, mode in zip(df.model, df["mode"])])
     df["paper_accuracy"] = [paper_numbers.TABLE7.get((b, m, mode))
                             for b, m, mode in zip(df.benchmark, df.model, df["mode"])]
     table = df.drop(columns=["model", "mode"])
     tables = report.write_table(table, report_dir, NAME, config, note,
-                                "Table 7: accuracy (%), mean output tokens and latency (s) per prompt mode")
+                                "Table 7: accuracy (%) as lmms-eval scores the raw output (accuracy_extracted: after "
+                                "our answer extraction), mean output tokens and latency (s) per prompt mode")
     fig_path = report.figure_path(report_dir, NAME, config)
     _plot(df, fig_path, note)
     summary = {f"{b}/{s}/accuracy": a for b, s, a in zip(df.benchmark, df.setting, df.accuracy) if a is not None}

@@ -66,7 +66,10 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16, fp32")
     p.add_argument("--attn", default="sdpa", help="attention implementation: sdpa, eager, flash_attention_2")
-    p.add_argument("--max-pixels", type=int, help="image processor's max_pixels (default: lmms-eval's)")
+    p.add_argument("--max-pixels", type=int, help="cap on the image-size policy's max_pixels")
+    p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",
+                   help="image pixel bounds of lmms-eval's Qwen3-VL wrappers (mai.images): simple, 200,704 to "
+                        "1,605,632 (default); chat, 4,096 to 16,777,216")
     p.add_argument("--report-dir", default=str(REPO_ROOT),
                    help="where paper_tables/ and figures/ are written (default: the repository)")
     return p
@@ -110,8 +113,19 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
     from mai.results import RunStore, provenance
     from mai.tracking import Tracker
 
+    from mai import data, images, metrics
+
     config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "wandb", "report_dir")}
     config.update(extra, experiment=experiment, provenance=provenance(args.device))
+    # What the scores and images mean: the lmms-eval commit scored against, the image-size policy's pixel
+    # bounds, and where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*).
+    config["scoring"] = dict(lmms_eval=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT}",
+                             realworldqa=metrics.REALWORLDQA_CURRENT,
+                             mmbench="mmbench_en_dev_static (no GPT judge), CircularEval")
+    config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_policy", images.DEFAULT_POLICY),
+                                                       getattr(args, "max_pixels", None)))
+    sources = data.dataset_sources()
+    config["datasets"] = {b: sources.get(b) for b in getattr(args, "benchmarks", None) or []}
     store = RunStore(args.out, experiment, args.run_name, config)
     tracker = Tracker(args.wandb, store.dir, name=f"{experiment}/{args.run_name}", group=experiment,
                       config=config)
@@ -119,12 +133,15 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
 
 
 def pixel_kwargs(args: argparse.Namespace) -> dict:
-    """Image-size flags for load_model; the lower bound follows a max below lmms-eval's minimum."""
-    from mai.models import MIN_PIXELS
+    """Image-size flags for load_model: the --image-policy's bounds (mai.images), capped by
+    --max-pixels (the lower bound follows a cap below it); {} for the default policy uncapped."""
+    from mai import images
 
-    if not getattr(args, "max_pixels", None):
+    policy = getattr(args, "image_policy", None) or images.DEFAULT_POLICY
+    if policy == images.DEFAULT_POLICY and not getattr(args, "max_pixels", None):
         return {}
-    return dict(max_pixels=args.max_pixels, min_pixels=min(MIN_PIXELS, args.max_pixels))
+    lo, hi = images.policy_bounds(policy, getattr(args, "max_pixels", None))
+    return dict(min_pixels=lo, max_pixels=hi)
 
 
 def add_cascade_flags(p: argparse.ArgumentParser) -> None:

@@ -1,11 +1,17 @@
 """Benchmarks: registry, hub loaders (lmms-eval prompt conventions) and offline synthetic sets.
 
+Prompts, generation lengths, splits and dataset ids follow lmms-eval (EvolvingLMMs-Lab/lmms-eval) at
+commit 75571cfe0fa36ca5ec2e6aa2bb268f9d38295af3 (``mai.metrics.LMMS_EVAL_COMMIT``), read from its
+``lmms_eval/tasks/<task>/*.yaml`` and ``utils.py``.
+
 Every benchmark becomes a list of :class:`Example`.  ``Example.question`` is the text
 lmms-eval's ``doc_to_text`` builds *before* its post-prompt; ``Benchmark.post_prompt`` is
 the string lmms-eval appends after it, so ``question + post_prompt`` is exactly the
 lmms-eval prompt of the "Simple" setting.
 
-Hub benchmarks are read with ``datasets.load_dataset``; the image column is cast to
+Hub benchmarks are read with ``datasets.load_dataset``, from the ``lmms-lab/*`` id first and then from
+``lmms-lab-encoder/*`` (where the hub moved them on 2026-07-30, the ids lmms-eval's yamls name at that
+commit); ``dataset_sources()`` says which one each benchmark came from, and runs record it. the image column is cast to
 ``datasets.Image(decode=False)`` so every image stays an undecoded ``{"bytes", "path"}``
 dict until :meth:`Example.load_images` (one unreadable image fails one example, not the
 load).  The subsample is taken before anything is decoded.
@@ -26,9 +32,12 @@ from typing import Any, Callable
 from PIL import Image, ImageDraw
 
 from mai import MaiError, hub
+from mai.metrics import MMBENCH_CIRCULAR_MOD, mmbench_choices
 
 __all__ = [
     "Example",
+    "dataset_sources",
+    "hub_ids",
     "Benchmark",
     "BENCHMARKS",
     "SYNTH_SIZE",
@@ -111,8 +120,10 @@ class Benchmark:
     synthetic: bool
 
 
-# lmms-eval prompt strings (see lmms_eval/tasks/<task>/*.yaml "default" kwargs).
+# lmms-eval prompt strings (lmms_eval/tasks/<task>/*.yaml "default" kwargs at 75571cfe).
 _SHORT = "\nAnswer the question using a single word or phrase."
+# chartqa/chartqa.yaml's own post-prompt differs from the other tasks'.
+_CHARTQA_POST = "\nAnswer the question with a single word."
 # mmbench en_utils.mmbench_doc_to_text appends "\n" + post_prompt, and the yaml's post_prompt
 # itself starts with "\n": the prompt lmms-eval builds has a blank line before the instruction.
 _MMBENCH_POST = "\n\nAnswer with the option's letter from the given choices directly."
@@ -120,17 +131,18 @@ _MMBENCH_POST = "\n\nAnswer with the option's letter from the given choices dire
 BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in [
-        # chartqa.yaml: max_new_tokens 16, default post_prompt _SHORT, split test.
-        Benchmark("chartqa", "relaxed", _SHORT, 16, "lmms-lab/ChartQA", None, "test", False),
+        # chartqa.yaml: max_new_tokens 16, default post_prompt _CHARTQA_POST, split test.
+        Benchmark("chartqa", "relaxed", _CHARTQA_POST, 16, "lmms-lab/ChartQA", None, "test", False),
         # pope.yaml: max_new_tokens 128, default post_prompt _SHORT, split test.
         Benchmark("pope", "pope", _SHORT, 128, "lmms-lab/POPE", None, "test", False),
         # infovqa/_default_template_infovqa_yaml + infovqa_val.yaml: max_new_tokens 32, split validation.
         Benchmark("infovqa", "anls", _SHORT, 32, "lmms-lab/DocVQA", "InfographicVQA", "validation", False),
         # realworldqa.yaml: max_new_tokens 16, default post_prompt "" (the question carries its instruction).
         Benchmark("realworldqa", "exact", "", 16, "lmms-lab/RealWorldQA", None, "test", False),
-        # _default_template_mmbench.yaml: max_new_tokens 1024; mmbench_en_dev.yaml: split dev, config en.
+        # _default_template_mmbench_en_yaml: max_new_tokens 1024; mmbench_en_dev(_static).yaml: split dev,
+        # config en.  Scored as mmbench_en_dev_static (no GPT judge), see mai.metrics.
         Benchmark("mmbench", "option", _MMBENCH_POST, 1024, "lmms-lab/MMBench", "en", "dev", False),
-        Benchmark("synth-chartqa", "relaxed", _SHORT, 16, None, None, "synthetic", True),
+        Benchmark("synth-chartqa", "relaxed", _CHARTQA_POST, 16, None, None, "synthetic", True),
         Benchmark("synth-pope", "pope", _SHORT, 128, None, None, "synthetic", True),
     ]
 }
@@ -141,6 +153,24 @@ def get_benchmark(name: str) -> Benchmark:
         return BENCHMARKS[name]
     except KeyError:
         raise MaiError(f"unknown benchmark {name!r}; choose from: {', '.join(BENCHMARKS)}") from None
+
+
+# The hub id each loaded benchmark came from (or the local files), for the run's config.json.
+_SOURCES: dict[str, str] = {}
+
+
+def hub_ids(bench: Benchmark) -> tuple[str, ...]:
+    """The ids tried, in order: the older lmms-lab/* one, then lmms-lab-encoder/* (moved 2026-07-30)."""
+    if bench.hub_path is None:
+        return ()
+    moved = bench.hub_path.replace("lmms-lab/", "lmms-lab-encoder/", 1)
+    return (bench.hub_path,) if moved == bench.hub_path else (bench.hub_path, moved)
+
+
+def dataset_sources() -> dict[str, str]:
+    """Where each benchmark loaded in this process came from: a hub id (with its config), local
+    files, or "synthetic"."""
+    return dict(_SOURCES)
 
 
 def subsample_indices(n: int, limit: int | None, seed: int) -> list[int]:
@@ -167,9 +197,12 @@ def load_benchmark(
     if bench.synthetic:
         if data_files is not None:
             raise MaiError(f"{name} is generated locally; data_files does not apply to it")
+        _SOURCES[name] = "synthetic"
         return _SYNTH_LOADERS[name](limit=limit, seed=seed)
-    ds = _open_hub_dataset(bench, data_files)
-    return _examples_from_dataset(bench, ds, limit, seed)
+    ds, source = _open_hub_dataset(bench, data_files)
+    examples = _examples_from_dataset(bench, ds, limit, seed)
+    _SOURCES[name] = source
+    return examples
 
 
 # --------------------------------------------------------------------------------------
@@ -185,28 +218,33 @@ def _hub_error(bench: Benchmark, reason: Any) -> MaiError:
 
 
 def _open_hub_dataset(bench: Benchmark, data_files: str | list[str] | None):
+    """The dataset and where it came from: local parquet files, or the first of ``hub_ids`` that loads."""
     import datasets
 
     if data_files is not None:
-        return datasets.load_dataset("parquet", data_files=data_files, split="train")
+        files = [data_files] if isinstance(data_files, str) else list(data_files)
+        ds = datasets.load_dataset("parquet", data_files=data_files, split="train")
+        return ds, f"parquet files ({', '.join(map(str, files))}) in the {bench.hub_path} schema"
 
     offline = hub.offline_mode()
     reason = hub.unreachable()
     if reason is not None:
         raise _hub_error(bench, reason)
-    try:
-        return datasets.load_dataset(bench.hub_path, bench.hub_config, split=bench.split)
-    except hub.connection_errors() as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        if offline:
-            reason = f"offline mode is on and the dataset is not in the local cache ({reason})"
-        raise _hub_error(bench, reason) from exc
-    except FileNotFoundError as exc:
-        if offline:  # offline mode and no local cache of this dataset
-            raise _hub_error(
-                bench, f"offline mode is on and the dataset is not in the local cache ({type(exc).__name__}: {exc})"
-            ) from exc
-        raise
+    config = f" ({bench.hub_config})" if bench.hub_config else ""
+    missing = []
+    for hub_id in hub_ids(bench):
+        try:
+            return datasets.load_dataset(hub_id, bench.hub_config, split=bench.split), hub_id + config
+        except hub.connection_errors() as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            if offline:
+                reason = f"offline mode is on and the dataset is not in the local cache ({reason})"
+            raise _hub_error(bench, reason) from exc
+        except FileNotFoundError as exc:  # datasets' DatasetNotFoundError: try the next id
+            missing.append(f"{hub_id}: {type(exc).__name__}: {exc}")
+    if offline:  # offline mode and no local cache of this dataset
+        raise _hub_error(bench, f"offline mode is on and the dataset is not in the local cache ({'; '.join(missing)})")
+    raise MaiError(f"{bench.name}: none of {', '.join(hub_ids(bench))} loads ({_one_line('; '.join(missing))})")
 
 
 # --------------------------------------------------------------------------------------
@@ -322,6 +360,8 @@ def _row_mmbench(bench: Benchmark, row: dict, idx: int) -> Example:
         "category": _jsonable(row.get("category")),
         "options": letters,
         "index": _jsonable(row.get("index")),  # >= 1e6: a circular-shift copy of index % 1e6
+        # the option texts lmms-eval's static scorer matches answers against (mai.metrics.mmbench_choices)
+        "choices": {k: _jsonable(v) for k, v in mmbench_choices(row).items()},
     }
     for key, out in (("L2-category", "l2_category"), ("source", "source"), ("split", "split")):
         if key in row:
@@ -371,6 +411,18 @@ def _cast_image_undecoded(ds, column: str = "image"):
         return ds  # left as is; Example.load_images copes with bytes, paths and dicts
 
 
+def _mmbench_indices(ds, limit: int | None, seed: int) -> list[int]:
+    """Rows of a subsample of MMBench *questions*, each with all its rotated copies.
+
+    CircularEval (mai.metrics.mmbench_circular) scores a question over every row whose index modulo
+    1e6 is its index, so ``limit`` counts questions (index < 1e6) here, not rows.
+    """
+    index = [int(i) for i in ds.data.column("index").to_pylist()]
+    questions = sorted({i for i in index if i < MMBENCH_CIRCULAR_MOD})
+    chosen = {questions[k] for k in subsample_indices(len(questions), limit, seed)}
+    return [row for row, i in enumerate(index) if i % MMBENCH_CIRCULAR_MOD in chosen]
+
+
 def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -> list[Example]:
     missing = [c for c in _REQUIRED_COLUMNS[bench.name] if c not in ds.column_names]
     if missing:
@@ -378,7 +430,7 @@ def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -
             f"{bench.name}: data lacks column(s) {', '.join(missing)} of the {bench.hub_path} schema "
             f"(has: {', '.join(ds.column_names)})"
         )
-    indices = subsample_indices(len(ds), limit, seed)
+    indices = _mmbench_indices(ds, limit, seed) if bench.name == "mmbench" else subsample_indices(len(ds), limit, seed)
     if bench.name == "pope":
         id_key = _pope_id_key(ds)
         build = lambda row, idx: _row_pope(bench, row, idx, id_key)  # noqa: E731

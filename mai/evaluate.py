@@ -26,14 +26,18 @@ def base_row(key: str, example: Example, fields: dict) -> dict:
 
 
 def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, output: dict) -> dict:
-    """A row: the raw text as prediction, the extracted answer, the example's score, and the output's
-    tokens, stage times and anything else it carries (a cascade's route and trace)."""
+    """A row: the raw text as prediction, the extracted answer, the example's scores (lmms-eval's on the
+    raw text, and after our extraction), and the output's tokens, stage times and anything else it
+    carries (a cascade's route and trace)."""
     row = base_row(key, example, fields)
     row.update(output)
     row["prediction"] = row.pop("text")
     row["answer"] = answers.extract_answer(row["prediction"], bench.metric)
-    row["score"] = metrics.score(bench.metric, row["prediction"], list(example.references),
-                                 question=example.question)
+    # score: lmms-eval's protocol on the raw text (what tables show); score_extracted: the same rules
+    # after our extraction (mai.answers), the reading of a reasoning (R) output that lmms-eval lacks.
+    kw = dict(question=example.question, choices=example.meta.get("choices"))
+    row["score"] = metrics.score(bench.metric, row["prediction"], list(example.references), **kw)
+    row["score_extracted"] = metrics.score_extracted(bench.metric, row["prediction"], list(example.references), **kw)
     row["error"] = None
     return row
 
@@ -41,7 +45,7 @@ def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, outpu
 def error_row(key: str, example: Example, fields: dict, err: BaseException) -> dict:
     row = base_row(key, example, fields)
     row["error"] = f"{type(err).__name__}: {err}".strip()
-    row["score"] = None
+    row["score"] = row["score_extracted"] = None
     row["traceback"] = traceback.format_exc(limit=3)
     return row
 

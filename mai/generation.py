@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
+from mai import images as images_mod
 from mai import prompts
 from mai.attention import capture_attention
 from mai.models import LoadedModel
@@ -182,7 +183,9 @@ class HFGenerator:
             return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
                         mm_token_type_ids=mm), first.first_text, first.cache.get_seq_length()
         prompt, text = self._prompt(request)
-        inputs = lm.processor(text=[prompt], images=request.images or None, return_tensors="pt")
+        # lmms-eval's image sizes (mai.images), resized by us so that every backend sees these pixels.
+        images = images_mod.prepare(request.images, lm.processor)
+        inputs = lm.processor(text=[prompt], images=images or None, return_tensors="pt", do_resize=False)
         return dict(inputs), text, 0
 
     def _prompt(self, request: Request) -> tuple[str, str]:
@@ -288,12 +291,12 @@ class HFGenerator:
         _sync(dev)
         t0 = time.perf_counter()
         rendered = [self._prompt(r) for r in requests]
-        images = [image for r in requests for image in r.images]
+        images = images_mod.prepare([image for r in requests for image in r.images], lm.processor)
         tokenizer = lm.tokenizer
         side, tokenizer.padding_side = tokenizer.padding_side, "left"
         try:
             inputs = lm.processor(text=[prompt for prompt, _ in rendered], images=images or None,
-                                  return_tensors="pt", padding=True)
+                                  return_tensors="pt", padding=True, do_resize=False)
         finally:
             tokenizer.padding_side = side
         inputs = {k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in dict(inputs).items()}

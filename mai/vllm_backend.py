@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from mai import MaiError, prompts
+from mai import images as images_mod
 from mai.generation import STAGES, Request, Result
 from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, TOKENIZER_DIR,
                         model_label)
@@ -100,7 +101,9 @@ def build_prompt(processor, request: Request, thinking: bool = False) -> tuple[d
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking)
         prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think")
         ids = tokenizer(prompt, add_special_tokens=False).input_ids
-        images = list(request.images)
+        # lmms-eval's image sizes (mai.images), resized by us as the transformers backend does: the
+        # engine's processor, with the same bounds, then leaves the size as it is.
+        images = images_mod.prepare(request.images, processor)
         state = PrefixState(prompt, list(ids), [], images, text)
     out: dict[str, Any] = {"prompt_token_ids": list(ids)}
     if images:
@@ -318,7 +321,8 @@ class VLLMGenerator:
         if not isinstance(state, PrefixState):
             raise ValueError("the first stage must be generated with keep_cache=True to transfer sparsely")
         lm = self.loaded
-        inputs = dict(lm.processor(text=[state.prompt], images=state.images or None, return_tensors="pt"))
+        images = images_mod.prepare(state.images, lm.processor)  # a no-op on images build_prompt resized
+        inputs = dict(lm.processor(text=[state.prompt], images=images or None, return_tensors="pt", do_resize=False))
         start = inputs["input_ids"].shape[1]
         if start != first.input_tokens and not self._warned:
             self._warned = True

@@ -21,7 +21,9 @@ from mai import MaiError, hub
 from mai.data import (
     BENCHMARKS,
     Example,
+    dataset_sources,
     get_benchmark,
+    hub_ids,
     load_benchmark,
     subsample_indices,
 )
@@ -160,7 +162,8 @@ def test_registry_matches_lmms_eval_settings():
     assert list(BENCHMARKS) == ["chartqa", "pope", "infovqa", "realworldqa", "mmbench", "synth-chartqa", "synth-pope"]
     short = "\nAnswer the question using a single word or phrase."
     expect = {
-        "chartqa": ("relaxed", short, 16, "lmms-lab/ChartQA", None, "test"),
+        # chartqa.yaml at 75571cfe: its own post-prompt, not the other tasks' one
+        "chartqa": ("relaxed", "\nAnswer the question with a single word.", 16, "lmms-lab/ChartQA", None, "test"),
         "pope": ("pope", short, 128, "lmms-lab/POPE", None, "test"),
         "infovqa": ("anls", short, 32, "lmms-lab/DocVQA", "InfographicVQA", "validation"),
         "realworldqa": ("exact", "", 16, "lmms-lab/RealWorldQA", None, "test"),
@@ -216,7 +219,7 @@ def test_chartqa_rows(parquet_chartqa):
     assert e.benchmark == "chartqa"
     assert e.question == "What is the value of bar 5? "  # verbatim, as chartqa_doc_to_text
     assert e.question + get_benchmark("chartqa").post_prompt == (
-        "What is the value of bar 5? \nAnswer the question using a single word or phrase.")
+        "What is the value of bar 5? \nAnswer the question with a single word.")
     assert e.references == ["15"]
     assert e.meta == {"type": "augmented_test"}
     assert ex[4].meta == {"type": "human_test"}
@@ -323,12 +326,27 @@ def test_mmbench_question_text(parquet_mmbench):
     # hint None, option D None
     assert ex[2].question == "Which animal is shown? There are several options:\nA. horse\nB. dog\nC. cow"
     assert ex[2].meta["options"] == ["A", "B", "C"]
+    # The option texts the static scorer matches against (build_choices): A-D, a None left out, but the
+    # string "nan" kept, as pd.isna("nan") is False there.
+    assert ex[0].meta["choices"] == {"A": "cat", "B": "cow", "C": "dog", "D": "nan"}
+    assert ex[2].meta["choices"] == {"A": "horse", "B": "dog", "C": "cow"}
     # the full Simple prompt equals mmbench_doc_to_text's f"{query}\n{post_prompt}"
     assert ex[1].question + get_benchmark("mmbench").post_prompt == (
         "What is the weather? There are several options:\nA. sunny\nB. rainy\nC. snowy\nD. cloudy"
         "\n\nAnswer with the option's letter from the given choices directly."
     )
     json.dumps([e.meta for e in ex])
+
+
+def test_mmbench_limit_counts_questions_with_their_rotations(parquet_mmbench):
+    """--limit on MMBench picks questions, each with every rotated copy, so CircularEval stays whole."""
+    seen = set()
+    for seed in range(6):
+        ex = load_benchmark("mmbench", limit=1, seed=seed, data_files=parquet_mmbench)
+        ids = [e.id for e in ex]
+        assert ids in (["mmbench-241", "mmbench-1000241"], ["mmbench-242"])
+        seen.add(tuple(ids))
+    assert len(seen) == 2
 
 
 def test_parquet_without_hf_metadata(tmp_path):
@@ -406,6 +424,40 @@ def test_connection_errors_from_load_dataset_are_wrapped(monkeypatch):
     with pytest.raises(MaiError) as info:
         load_benchmark("chartqa", limit=3)
     assert HUB_MSG.match(str(info.value)) and "LocalEntryNotFoundError" in str(info.value)
+
+
+def test_hub_ids_older_first_then_moved_and_recorded(monkeypatch, parquet_chartqa):
+    """lmms-lab/* first; when the hub says it is not there, lmms-lab-encoder/* (moved 2026-07-30)."""
+    from datasets.exceptions import DatasetNotFoundError
+
+    monkeypatch.setenv("MAI_HUB_PROBE_TIMEOUT", "0")
+    monkeypatch.setattr(hub, "offline_mode", lambda: False)
+    local = datasets.load_dataset("parquet", data_files=parquet_chartqa, split="train")
+    tried = []
+
+    def fake(path, name=None, split=None, **kw):
+        tried.append(path)
+        if path.startswith("lmms-lab/"):
+            raise DatasetNotFoundError(f"Dataset '{path}' doesn't exist on the Hub")
+        return local
+
+    monkeypatch.setattr(datasets, "load_dataset", fake)
+    assert hub_ids(get_benchmark("infovqa")) == ("lmms-lab/DocVQA", "lmms-lab-encoder/DocVQA")
+    ex = load_benchmark("chartqa", limit=2)
+    assert tried == ["lmms-lab/ChartQA", "lmms-lab-encoder/ChartQA"] and len(ex) == 2
+    assert dataset_sources()["chartqa"] == "lmms-lab-encoder/ChartQA"
+    tried.clear()
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, *a, **k: tried.append(path) or local)
+    load_benchmark("chartqa", limit=2)
+    assert tried == ["lmms-lab/ChartQA"] and dataset_sources()["chartqa"] == "lmms-lab/ChartQA"
+
+    def nowhere(path, *a, **k):
+        raise DatasetNotFoundError(f"Dataset '{path}' doesn't exist on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", nowhere)
+    with pytest.raises(MaiError, match=r"^chartqa: none of lmms-lab/ChartQA, lmms-lab-encoder/ChartQA loads") as info:
+        load_benchmark("chartqa", limit=2)
+    assert "\n" not in str(info.value)
 
 
 def test_no_hub_end_to_end_is_one_line_and_fast(tmp_path):

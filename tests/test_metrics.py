@@ -1,11 +1,14 @@
 """Tests for mai.metrics: lmms-eval-identical scoring, answer extraction, agreement.
 
-Expected values are worked out by hand from lmms-eval's source (chartqa/utils.py,
-api/metrics.py anls, pope/utils.py, realworldqa/utils.py + yaml filters, api/task.py).
+Expected values are worked out by hand from lmms-eval's source at 75571cfe (chartqa/utils.py,
+api/metrics.py anls, pope/utils.py, realworldqa/utils.py, api/task.py, api/reasoning.py) and, for
+RealWorldQA's older scoring, at d0c1eae7 (realworldqa.yaml filters).  The issue's own examples are
+in test_lmms_eval_scoring.py.
 """
 
 import pytest
 
+from mai import MaiError
 from mai.answers import answers_agree, extract_answer
 from mai.metrics import (
     METRICS,
@@ -72,10 +75,10 @@ class TestRelaxedCorrectness:
         assert score("relaxed", "1,000", ["1000"]) == 0.0
 
     def test_plain_trailing_period_scored_as_lmms_eval(self):
-        # A plain (non-reasoning) output is not cleaned: "Yes." != "Yes", as in lmms-eval.
+        # No output is cleaned: "Yes." != "Yes", as in lmms-eval, with or without a think block.
         assert score("relaxed", "Yes.", ["Yes"]) == 0.0
-        # A reasoning output is cleaned.
-        assert score("relaxed", "<think>look</think>Yes.", ["Yes"]) == 1.0
+        assert score("relaxed", "<think>look</think>Yes.", ["Yes"]) == 0.0
+        assert score("relaxed", "<think>look</think> Yes\n", ["Yes"]) == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -180,14 +183,15 @@ class TestPope:
         # lmms-eval compares the whole stripped, lowercased answer.
         assert score("pope", "Yes, there is a dog.", ["yes"]) == 0.0
         assert score("pope", "  YES \n", ["yes"]) == 1.0
-        # A reasoning output is mapped.
-        assert score("pope", "<think>I see a dog</think>Yes, there is a dog.", ["yes"]) == 1.0
+        # Nor is a reasoning output: only its think block goes.
+        assert score("pope", "<think>I see a dog</think>Yes, there is a dog.", ["yes"]) == 0.0
+        assert score("pope", "<think>I see a dog</think>Yes", ["yes"]) == 1.0
 
     def test_aggregate(self):
         rows = [
             {"prediction": "Yes", "references": ["yes"]},
             {"prediction": "no", "references": ["yes"]},
-            {"prediction": "</think>\nNo.", "references": ["no"]},
+            {"prediction": "I looked.</think>\nNo", "references": ["no"]},  # a lone closing tag: the rest
             {"prediction": "yes", "references": "no"},
         ]
         m = aggregate("pope", rows)
@@ -206,33 +210,60 @@ class TestPope:
 
 
 class TestExactMatch:
+    """RealWorldQA at 75571cfe: extract_mcq_answer for an A-D target, lower/strip/rstrip('.') otherwise."""
+
     def test_letters_and_punctuation(self):
         assert exact_match("B", "B")
-        assert exact_match("b", "B")
+        assert not exact_match("b", "B")  # extract_mcq_answer reads upper-case letters only
         assert exact_match("B.", "B")
         assert exact_match("(B)", "B")
+        assert exact_match("B", "b")  # the target's case does not matter
         assert not exact_match("A", "B")
 
-    def test_number_words(self):
-        assert exact_match("Two", "2")
+    def test_open_answers(self):
+        assert not exact_match("Two", "2")  # no number-word map any more
         assert exact_match("3", "3")
-        # The number-word map only applies to the whole response, before punctuation goes.
-        assert not exact_match("two.", "2")
+        assert exact_match("3.5", "3.5")  # punctuation is no longer deleted
+        assert exact_match("Downhill.", "downhill")  # one trailing "." goes
+        assert not exact_match("yes!", "yes")
 
-    def test_punctuation_removed_everywhere(self):
-        # lmms-eval's filter deletes "[^\w\s]", so "3.5" becomes "35".
-        assert not exact_match("3.5", "3.5")
-        assert exact_match("yes!", "yes")
-
-    def test_choice_text_mapping_needs_question(self):
+    def test_choice_text_is_not_mapped(self):
         q = "Which way is the car turning?\nA. Left\nB. Right\nC. Straight\nPlease answer directly."
-        assert exact_match("Right", "B", question=q)
-        assert not exact_match("Right", "B")
-        assert score("exact", "Right", ["B"], question=q) == 1.0
+        assert not exact_match("Right", "B", question=q)
+        assert score("exact", "Right", ["B"], question=q) == 0.0
 
     def test_score(self):
         assert score("exact", " C.\n", ["C"]) == 1.0
         assert score("exact", "The answer is C.", ["C"]) == 1.0
+
+
+class TestExactMatchD0c1eae7:
+    """RealWorldQA as scored before 9ca4445d: the yaml's flexible-extract filters, then exact match."""
+
+    def test_letters_and_punctuation(self):
+        old = dict(realworldqa_scoring="d0c1eae7")
+        assert exact_match("b", "B", **old)
+        assert exact_match("(B)", "B", **old)
+        assert not exact_match("I think A", "A", **old)  # "i think a" != "a"
+
+    def test_number_words(self):
+        old = dict(realworldqa_scoring="d0c1eae7")
+        assert exact_match("Two", "2", **old)
+        # The number-word map only applies to the whole response, before punctuation goes.
+        assert not exact_match("two.", "2", **old)
+        # The filter deletes "[^\w\s]", so "3.5" becomes "35".
+        assert not exact_match("3.5", "3.5", **old)
+        assert exact_match("yes!", "yes", **old)
+
+    def test_choice_text_mapping_needs_question(self):
+        q = "Which way is the car turning?\nA. Left\nB. Right\nC. Straight\nPlease answer directly."
+        assert exact_match("Right", "B", question=q, realworldqa_scoring="d0c1eae7")
+        assert not exact_match("Right", "B", realworldqa_scoring="d0c1eae7")
+        assert score("exact", "Right", ["B"], question=q, realworldqa_scoring="d0c1eae7") == 1.0
+
+    def test_unknown_scoring_is_one_line(self):
+        with pytest.raises(MaiError, match="unknown RealWorldQA scoring 'v0'; known: 75571cfe, d0c1eae7"):
+            exact_match("A", "A", realworldqa_scoring="v0")
         assert aggregate("exact", [
             {"prediction": "A", "references": ["A"]},
             {"prediction": "B", "references": ["A"]},
@@ -272,16 +303,17 @@ class TestOption:
     def test_option_match(self):
         assert option_match("The answer is C", "C")
         assert option_match("C", "C")
-        assert option_match("(a)", "A")
+        assert not option_match("(a)", "A")  # MMBench static reads upper-case letters only
         assert not option_match("C", "D")
         assert not option_match("no idea", "A")
         assert score("option", "B) a dog", ["B"]) == 1.0
+        # Rows without an index are questions of their own.
         assert aggregate("option", [
             {"prediction": "A", "references": ["A"]},
             {"prediction": "B", "references": ["A"]},
             {"prediction": "(A)", "references": ["A"]},
             {"prediction": "?", "references": ["A"]},
-        ]) == {"accuracy": pytest.approx(0.5)}
+        ]) == {"circular_accuracy": pytest.approx(0.5), "accuracy": pytest.approx(0.5), "questions": 4}
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from mai import MaiError
+from mai import MaiError, images
 from mai.generation import STAGES, HFGenerator, Request, Result
 from mai.models import IMAGE_TOKEN_ID, VOCAB_SIZE
 from mai.transfer import attention_over_reasoning
@@ -37,7 +37,10 @@ def test_first_stage_prompt_is_the_transformers_prompt(tiny_small, chart_image, 
     hf_ids = HFGenerator(tiny_small)._inputs(request)[0]["input_ids"][0]
     assert prompt["prompt_token_ids"] == _collapse(hf_ids) == state.prompt_ids
     assert prompt["prompt_token_ids"].count(IMAGE_TOKEN_ID) == 1
-    assert prompt["multi_modal_data"] == {"image": chart_image}
+    # the image as lmms-eval sizes it (mai.images), resized by us for both backends
+    lo, hi = images.processor_bounds(tiny_small.processor)
+    sent = prompt["multi_modal_data"]["image"]
+    assert sent.size == images.resize(chart_image, lo, hi).size and sent.tobytes() == images.resize(chart_image, lo, hi).tobytes()
     assert state.first_text.startswith("Reasoning from another model" if context else "Which bar")
 
 
@@ -55,7 +58,10 @@ def test_second_stage_prompt_extends_the_first(tiny_small, chart_image):
     hf_ids = gen._inputs(dataclasses.replace(answer, reuse=hf_first))[0]["input_ids"][0]
     assert prompt["prompt_token_ids"] == _collapse(hf_ids)
     assert prompt["prompt_token_ids"][:len(state.prompt_ids)] == state.prompt_ids  # a prefix: cached blocks
-    assert prompt["multi_modal_data"] == {"image": chart_image}
+    # the image as lmms-eval sizes it (mai.images), resized by us for both backends
+    lo, hi = images.processor_bounds(tiny_small.processor)
+    sent = prompt["multi_modal_data"]["image"]
+    assert sent.size == images.resize(chart_image, lo, hi).size and sent.tobytes() == images.resize(chart_image, lo, hi).tobytes()
     with pytest.raises(ValueError, match="continues a first stage"):
         build_prompt(tiny_small.processor, dataclasses.replace(answer, reuse=hf_first))
 
@@ -64,7 +70,9 @@ def test_prompt_without_and_with_several_images(tiny_small, chart_image):
     prompt, _ = build_prompt(tiny_small.processor, Request("Two plus two?", [], "simple", POST, 4))
     assert "multi_modal_data" not in prompt
     prompt, _ = build_prompt(tiny_small.processor, Request("Same?", [chart_image, chart_image], "simple", POST, 4))
-    assert prompt["multi_modal_data"] == {"image": [chart_image, chart_image]}
+    lo, hi = images.processor_bounds(tiny_small.processor)
+    sent = prompt["multi_modal_data"]["image"]
+    assert [im.tobytes() for im in sent] == [images.resize(chart_image, lo, hi).tobytes()] * 2
     assert prompt["prompt_token_ids"].count(IMAGE_TOKEN_ID) == 2
 
 
