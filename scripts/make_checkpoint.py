@@ -9,6 +9,8 @@ released values, generation_config.json, preprocessor_config.json, video_preproc
 chat_template.json, Qwen3's tokenizer files (tokenizer.json, vocab.json, merges.txt,
 tokenizer_config.json) and random bf16 weights as safetensors (sharded with model.safetensors.index.json
 where the released checkpoint is). --no-weights leaves the weights out, for vLLM's load_format="dummy".
+One file is not in a released checkpoint: mai_checkpoint.json, which says the weights are random (runs
+record random_weights: true for the directory).
 
 The directory is then passed where a downloaded checkpoint goes, e.g.
     python experiments/10_mai.py --preset cpu --small DIR_SMALL --large DIR_LARGE

@@ -89,7 +89,7 @@ def test_dtype_names():
 
 RELEASED_FILES = {"config.json", "generation_config.json", "preprocessor_config.json",
                   "video_preprocessor_config.json", "chat_template.json", "tokenizer.json", "vocab.json",
-                  "merges.txt", "tokenizer_config.json"}
+                  "merges.txt", "tokenizer_config.json", models.WRITTEN_MARKER}
 
 
 @pytest.mark.parametrize("name", sorted(REAL_SHAPES))
@@ -127,7 +127,7 @@ def test_tiny_directory_loads_through_the_checkpoint_path_with_the_same_weights(
     assert (path / "model.safetensors").is_file() and not (path / "model.safetensors.index.json").exists()
     loaded = models.load_model(str(path), device="cpu", dtype="bf16", max_pixels=128 * 128, min_pixels=64 * 64)
     built = models.load_model("tiny-small", device="cpu", dtype="bf16", seed=3)
-    assert not loaded.random_weights and not loaded.thinking
+    assert loaded.random_weights and not loaded.thinking  # the directory's marker says so
     assert loaded.processor.image_processor.size["longest_edge"] == 128 * 128  # --max-pixels still applies
     a, b = loaded.model.state_dict(), built.model.state_dict()
     assert a.keys() == b.keys()
