@@ -39,7 +39,7 @@ from typing import Any
 
 from mai import MaiError, prompts
 from mai.generation import STAGES, Request, Result
-from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, model_label,
+from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, is_thinking, model_label,
                         write_checkpoint)
 
 INSTALL_HINT = "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
@@ -173,7 +173,7 @@ class VLLMGenerator:
             raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
         self.spec, self.label, self.seed = spec, model_label(spec), seed
         self.random_weights = spec in ARCHITECTURES
-        self.thinking = "thinking" in spec.lower()
+        self.thinking = is_thinking(spec)  # by name, or by a local directory's chat template
         self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
         self.hf_device, self.dtype = hf_device, dtype
         self._loaded = None
