@@ -110,21 +110,19 @@ def main() -> None:
     compare_first_stages("dummy dir", vproc, hf, cases)
 
     # 3. The second stage extends the first, token for token, after vLLM's expansion.
-    tokenizer = hf.tokenizer
+    tokenizer, question = hf.tokenizer, "What is the value of the tallest bar?"
     for case in ("no image", "448x448", "two images 448x448 + very wide"):
         images = cases[case]
-        first_prompt, state = build_prompt(hf, Request("What is the value of the tallest bar?", images, "think", POST, 64,
-                                                       keep_cache=True))
+        first_prompt, state = build_prompt(hf, Request(question, images, "think", POST, 64, keep_cache=True))
         state.reasoning_ids = tokenizer(REASONING, add_special_tokens=False).input_ids
         first = Result(text=REASONING, input_tokens=len(state.prompt_ids), output_tokens=len(state.reasoning_ids),
                        times=dict.fromkeys(STAGES, 0.0), cache=state, first_text=state.first_text)
-        second_prompt, _ = build_prompt(hf, Request("What is the value of the tallest bar?", images, "answer", POST, 8,
-                                                    reuse=first))
+        second_prompt, _ = build_prompt(hf, Request(question, images, "answer", POST, 8, reuse=first))
         a = vllm_expand(vproc, first_prompt) + state.reasoning_ids
         b = vllm_expand(vproc, second_prompt)
         check(b[:len(a)] == a and len(b) > len(a),
-              f"second stage, {case}: expanded {len(b)} ids extend the first stage's {len(a) - len(state.reasoning_ids)}"
-              f" + {len(state.reasoning_ids)} reasoning ids token for token "
+              f"second stage, {case}: expanded {len(b)} ids extend the first stage's "
+              f"{len(a) - len(state.reasoning_ids)} + {len(state.reasoning_ids)} reasoning ids token for token "
               f"({'yes' if b[:len(a)] == a else 'NO'}; {len(b) - len(a)} ids added)")
 
     # 4. A directory with the released pixel bounds, lmms-eval's passed per request as VLLMGenerator does.
@@ -132,9 +130,9 @@ def main() -> None:
     config2 = ModelConfig(model=str(released), tokenizer=str(released), dtype="bfloat16", seed=0, max_model_len=16384,
                           limit_mm_per_prompt={"image": 2, "video": 0})
     size = {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS}
+    subset = {k: cases[k] for k in ("small 40x30", "448x448", "2000x2000", "very wide 4000x120")}
     compare_first_stages("released bounds + mm_processor_kwargs", MULTIMODAL_REGISTRY.create_processor(config2),
-                         checkpoint_processor(str(released), MIN_PIXELS, MAX_PIXELS),
-                         {k: cases[k] for k in ("small 40x30", "448x448", "2000x2000", "very wide 4000x120")}, {"size": size})
+                         checkpoint_processor(str(released), MIN_PIXELS, MAX_PIXELS), subset, {"size": size})
 
     print(f"{'ALL CHECKS PASSED' if not failures else f'{len(failures)} CHECK(S) FAILED'}", flush=True)
     sys.exit(1 if failures else 0)
