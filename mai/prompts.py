@@ -49,10 +49,12 @@ def conversation(n_images: int, text: str) -> list[dict]:
 
 
 def render(processor, n_images: int, text: str, thinking: bool) -> str:
-    """The prompt string up to the assistant's turn, by the processor's chat template."""
-    kwargs = {"enable_thinking": True} if thinking else {}
+    """The prompt string up to the assistant's turn, by the processor's chat template. Qwen3-VL's
+    templates take no thinking switch: a Thinking checkpoint's own template opens <think> on every
+    generation prompt, an Instruct one's never does (`thinking` is kept for the callers' symmetry)."""
+    del thinking
     return processor.apply_chat_template(conversation(n_images, text), tokenize=False,
-                                         add_generation_prompt=True, **kwargs)
+                                         add_generation_prompt=True)
 
 
 def second_stage_suffix(processor, n_images: int, first_text: str, post_prompt: str,

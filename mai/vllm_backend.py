@@ -31,8 +31,6 @@ is tested on a machine without vLLM.
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
 import sys
 import tempfile
 import time
@@ -42,8 +40,8 @@ from typing import Any
 from mai import MaiError, prompts
 from mai import images as images_mod
 from mai.generation import STAGES, Request, Result
-from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, TOKENIZER_DIR,
-                        model_label)
+from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, is_thinking, model_label,
+                        write_checkpoint)
 
 INSTALL_HINT = "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
 _DTYPES = {"auto": "auto", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
@@ -150,48 +148,13 @@ def stage_times(metrics, wall: float, batch_size: int = 1) -> tuple[dict[str, fl
 # ---------------------------------------------------------------------------------------------------
 
 def write_dummy_checkpoint(name: str, directory, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> Path:
-    """A checkpoint directory without weights for vLLM's load_format="dummy": the architecture's config
-    (with the rope fields older transformers read too), the shipped tokenizer (the real 151,936-token
-    vocabulary), the image and video processor configs and a generation config with the eos ids."""
-    from mai.models import architecture_config
-
+    """A checkpoint directory without weights for vLLM's load_format="dummy", by the same writer as
+    scripts/make_checkpoint.py --no-weights (mai.models.write_checkpoint: the released layout, Qwen3's
+    tokenizer), with these image pixel bounds in its preprocessor_config.json."""
     if name not in ARCHITECTURES:
         raise MaiError(f"random weights need an architecture name ({', '.join(ARCHITECTURES)}), got '{name}'")
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    config = architecture_config(name)
-    config.architectures = ["Qwen3VLForConditionalGeneration"]
-    config.save_pretrained(out)
-    data = json.loads((out / "config.json").read_text())
-    text = data["text_config"]
-    rope = text.get("rope_parameters") or {}
-    text.setdefault("rope_theta", rope.get("rope_theta", 5_000_000.0))
-    text.setdefault("rope_scaling", {k: v for k, v in rope.items() if k != "rope_theta"})
-    for cfg in (data, text, data["vision_config"]):
-        cfg["torch_dtype"] = cfg["dtype"] = "bfloat16"
-    (out / "config.json").write_text(json.dumps(data, indent=2) + "\n")
-
-    shutil.copy(TOKENIZER_DIR / "tokenizer.json", out / "tokenizer.json")
-    template = (TOKENIZER_DIR / "chat_template.jinja").read_text()
-    (out / "chat_template.jinja").write_text(template)
-    shipped = json.loads((TOKENIZER_DIR / "tokenizer_config.json").read_text())
-    # A class every transformers version knows (the shipped config names transformers 5's backend class).
-    (out / "tokenizer_config.json").write_text(json.dumps(dict(
-        tokenizer_class="PreTrainedTokenizerFast", eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        model_max_length=shipped.get("model_max_length", 262144), clean_up_tokenization_spaces=False,
-        chat_template=template), indent=2) + "\n")
-    vision = dict(patch_size=16, temporal_patch_size=2, merge_size=2, image_mean=[0.5] * 3, image_std=[0.5] * 3,
-                  do_resize=True, do_rescale=True, do_normalize=True, do_convert_rgb=True,
-                  processor_class="Qwen3VLProcessor")
-    (out / "preprocessor_config.json").write_text(json.dumps(dict(
-        vision, image_processor_type="Qwen2VLImageProcessor", min_pixels=min_pixels, max_pixels=max_pixels,
-        size={"shortest_edge": min_pixels, "longest_edge": max_pixels}), indent=2) + "\n")
-    (out / "video_preprocessor_config.json").write_text(json.dumps(dict(
-        vision, video_processor_type="Qwen3VLVideoProcessor",
-        size={"shortest_edge": 4096, "longest_edge": 25165824}), indent=2) + "\n")
-    (out / "generation_config.json").write_text(json.dumps(dict(
-        eos_token_id=[IM_END_ID, ENDOFTEXT_ID], pad_token_id=ENDOFTEXT_ID), indent=2) + "\n")
-    return out
+    return write_checkpoint(name, directory, weights=False,
+                            image_size={"shortest_edge": min_pixels, "longest_edge": max_pixels})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -213,7 +176,7 @@ class VLLMGenerator:
             raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
         self.spec, self.label, self.seed = spec, model_label(spec), seed
         self.random_weights = spec in ARCHITECTURES
-        self.thinking = "thinking" in spec.lower()
+        self.thinking = is_thinking(spec)  # by name, or by a local directory's chat template
         self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
         self.hf_device, self.dtype = hf_device, dtype
         self._loaded = None

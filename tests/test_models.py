@@ -83,3 +83,94 @@ def test_dtype_names():
     assert models.resolve_dtype("bf16", cpu) == torch.bfloat16
     with pytest.raises(MaiError, match="unknown dtype 'int3'"):
         models.resolve_dtype("int3", cpu)
+
+
+# ---- checkpoint directories in the released layout (scripts/make_checkpoint.py) ----
+
+RELEASED_FILES = {"config.json", "generation_config.json", "preprocessor_config.json",
+                  "video_preprocessor_config.json", "chat_template.json", "tokenizer.json", "vocab.json",
+                  "merges.txt", "tokenizer_config.json", models.WRITTEN_MARKER}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_SHAPES))
+def test_written_config_is_the_released_layout_and_loads_as_the_architecture(name, tmp_path):
+    import json
+
+    from transformers import AutoConfig
+
+    path = models.write_checkpoint(name, tmp_path / name, weights=False)
+    assert {f.name for f in path.iterdir()} == RELEASED_FILES
+    raw = json.loads((path / "config.json").read_text())
+    # transformers 4.57's layout, as on the hub: rope_theta and rope_scaling in text_config, bf16.
+    assert raw["model_type"] == "qwen3_vl" and raw["architectures"] == ["Qwen3VLForConditionalGeneration"]
+    assert raw["text_config"]["rope_theta"] == 5000000 and raw["text_config"]["dtype"] == "bfloat16"
+    assert raw["text_config"]["rope_scaling"] == dict(mrope_interleaved=True, mrope_section=[24, 20, 20],
+                                                      rope_type="default")
+    assert (raw["image_token_id"], raw["vision_start_token_id"], raw["vision_end_token_id"]) == (151655, 151652, 151653)
+    loaded, ours = AutoConfig.from_pretrained(path), models.architecture_config(name)
+    for part in ("text_config", "vision_config"):
+        a, b = getattr(loaded, part).to_dict(), getattr(ours, part).to_dict()
+        for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+                    "intermediate_size", "vocab_size", "depth", "num_heads", "out_hidden_size",
+                    "deepstack_visual_indexes", "tie_word_embeddings"):
+            assert a.get(key) == b.get(key), (part, key)
+    assert loaded.text_config.rope_parameters["mrope_section"] == [24, 20, 20]
+    with torch.device("meta"):
+        n = sum(p.numel() for p in Qwen3VLForConditionalGeneration(loaded).parameters())
+    assert abs(n - REAL_SHAPES[name]) / REAL_SHAPES[name] < 1e-3
+    generation = json.loads((path / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == [151645, 151643] and generation["pad_token_id"] == 151643
+
+
+def test_tiny_directory_loads_through_the_checkpoint_path_with_the_same_weights(tmp_path):
+    path = models.write_checkpoint("tiny-small", tmp_path / "small", seed=3)
+    assert (path / "model.safetensors").is_file() and not (path / "model.safetensors.index.json").exists()
+    loaded = models.load_model(str(path), device="cpu", dtype="bf16", max_pixels=128 * 128, min_pixels=64 * 64)
+    built = models.load_model("tiny-small", device="cpu", dtype="bf16", seed=3)
+    assert loaded.random_weights and not loaded.thinking  # the directory's marker says so
+    assert loaded.processor.image_processor.size["longest_edge"] == 128 * 128  # --max-pixels still applies
+    a, b = loaded.model.state_dict(), built.model.state_dict()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    assert loaded.eos_token_ids == [models.IM_END_ID, models.ENDOFTEXT_ID]
+
+
+def test_sharded_weights_have_an_index_that_from_pretrained_follows(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setitem(models.RELEASED_SHARDS, "tiny-large", 3)
+    path = models.write_checkpoint("tiny-large", tmp_path / "large")
+    index = json.loads((path / "model.safetensors.index.json").read_text())
+    shards = sorted(f.name for f in path.glob("model-*.safetensors"))
+    assert shards == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    assert set(index["weight_map"].values()) == set(shards)
+    assert "lm_head.weight" in index["weight_map"]  # tiny-large does not tie its embeddings
+    loaded = models.load_model(str(path), device="cpu", dtype="bf16")
+    built = models.load_model("tiny-large", device="cpu", dtype="bf16")
+    for (k, a), b in zip(built.model.state_dict().items(), loaded.model.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
+def test_thinking_is_recognised_by_name_and_by_the_directory_template(tmp_path):
+    think = models.write_checkpoint("tiny-small", tmp_path / "anything", thinking=True, weights=False)
+    instruct = models.write_checkpoint("tiny-small", tmp_path / "other", weights=False)
+    assert models.is_thinking(str(think)) and not models.is_thinking(str(instruct))
+    assert models.is_thinking("Qwen/Qwen3-VL-2B-Thinking") and not models.is_thinking("Qwen/Qwen3-VL-2B-Instruct")
+    assert not models.is_thinking("tiny-small")
+
+
+def test_make_checkpoint_script(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "make_checkpoint.py"
+    out = subprocess.run([sys.executable, str(script), "qwen3-vl-2b", str(tmp_path / "2b"), "--no-weights",
+                          "--thinking"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "qwen3-vl-2b (Thinking), no weights" in out.stdout
+    assert models.is_thinking(str(tmp_path / "2b"))
+    bad = subprocess.run([sys.executable, str(script), "qwen3-vl-3b", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice: 'qwen3-vl-3b'" in bad.stderr

