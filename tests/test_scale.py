@@ -118,14 +118,17 @@ def test_vllm_backend_without_vllm_is_one_line(tmp_path, capsys, experiment):
     assert code.value.code == 2 and capsys.readouterr().err.strip().count("\n") == 0
 
 
-def test_bench_order_reports_identical_answers(capsys):
+def test_bench_order_reports_identical_answers(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_order", REPO / "scripts" / "bench_order.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = module.main(["--limit", "2", "--think-tokens", "4", "--simple-tokens", "3", "--answer-tokens", "3",
-                       "--repeats", "1", "--wandb", "disabled"])
+                       "--repeats", "1", "--wandb", "disabled", "--json", str(tmp_path / "order.json")])
     assert out["identical"] and out["example_s"] > 0 and out["stage_s"] > 0  # speed is printed, not asserted
     assert "answers identical: True (8/8 traces" in capsys.readouterr().out
+    written = json.loads((tmp_path / "order.json").read_text())  # the file a quoted ratio comes from
+    assert written["ratio"] == out["ratio"] == written["example_s"] / written["stage_s"]
+    assert "RANDOM weights, SYNTHETIC data" in written["produced_by"]
 
 
 def test_a_failing_example_in_a_batch_becomes_one_error_row(tmp_path):
