@@ -260,3 +260,26 @@ def test_zero_timestamps_are_missing_not_the_clock_origin():
     assert not timed and times == dict(preprocess=0.0, vision=0.0, prefill=0.0, decode=2.0)
     times, timed = stage_times(SimpleNamespace(scheduled_ts=0.0, first_token_ts=0.0, last_token_ts=0.0), wall=1.0)
     assert not timed and times["prefill"] == 0.0
+
+
+def test_gpu_check_prints_prefix_hits_per_system(fake_vllm, capsys):
+    """scripts/gpu_check_vllm.py's isolation section, on the stand-in engine: no system's first call on an
+    engine is a hit; MAI's two-stage variant reuses its first stage; the cascade's two orders each start
+    from emptied caches."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "gpu_check_vllm.py"
+    spec = importlib.util.spec_from_file_location("gpu_check_vllm", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    small, large = (VLLMGenerator(name, max_pixels=128 * 128, min_pixels=64 * 64) for name in ("tiny-small", "tiny-large"))
+    hits = check.prefix_hits_per_system(small, large, limit=1, think=5, seed=0)
+    assert len(hits) == 6 and all(h["queries"] == 2 for h in hits.values())
+    assert [h["first_call_hits"] for h in hits.values()] == [0] * 6
+    assert hits["MAI verify=answer"]["all_hits"] > 0
+    assert "LEAK" not in capsys.readouterr().out
+    engine = FakeLLM.engines[0]
+    before = engine.events.count("reset")
+    orders = check.cascade_orders(small, large, limit=1, think=5, seed=0)
+    assert engine.events.count("reset") == before + 2 and orders["identical"] == 2
