@@ -72,8 +72,10 @@ def build(run_dir, report_dir) -> dict:
         note += " Peak memory with both models: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(mem.items())) + "."
     note += scale_note(config)
     _, excluded = same_examples(rows)
-    note += (" Every system over the same examples: " + ", ".join(f"{b} {n} excluded" for b, n in sorted(excluded.items()))
-             + " (an example that failed in any system is left out of all)." if excluded else "")
+    if excluded:
+        note += (" Every system over the same examples: " + ", ".join(f"{b} {n} excluded"
+                                                                       for b, n in sorted(excluded.items()))
+                 + " (an example that failed in any system is left out of all).")
     note += (" cached_tokens: prompt tokens per query served from a KV cache instead of a prefill; caches are "
              "emptied between systems, so all of it is reuse inside one query (MAI's second stage extends its "
              "first stage; on vLLM a later call of a query may also reuse an earlier call's prefix).")

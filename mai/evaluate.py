@@ -156,7 +156,8 @@ def transfer_output(thought: Result, final: Result, small: str = "small", large:
              dict(role="large", model=large, mode="transfer", result=final.summary(), answer=None)]
     return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
                 small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
-                cached_tokens=thought.cached_tokens + final.cached_tokens, times=times, latency=thought.latency + final.latency, reasoning=thought.text, calls=calls)
+                cached_tokens=thought.cached_tokens + final.cached_tokens, times=times,
+                latency=thought.latency + final.latency, reasoning=thought.text, calls=calls)
 
 
 def cascade_system(cascade, simple_tokens: int | None = None) -> System:

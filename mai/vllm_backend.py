@@ -31,8 +31,9 @@ is tested on a machine without vLLM.
   vLLM fills it), vision = 0 (inside prefill), preprocess = the rest of the call's wall time (input
   processing, queueing, detokenization). vLLM V1's RequestStateStats timestamps are 0.0 until set
   (vllm/v1/metrics/stats.py), so a 0.0 is a missing timestamp, not the clock's origin. Without all three
-  timestamps the whole wall time is put under decode and Result.stats["timing"] says so. In a batch each request's split is divided by the batch size, so the
-  times of a batch's requests sum to its wall time, as in the transformers backend (Result.batch_size).
+  timestamps the whole wall time is put under decode and Result.stats["timing"] says so. In a batch each
+  request's split is divided by the batch size, so the times of a batch's requests sum to its wall time,
+  as in the transformers backend (Result.batch_size).
 """
 from __future__ import annotations
 
@@ -257,7 +258,8 @@ class VLLMGenerator:
     def describe(self) -> dict:
         """What this model is, for a run's models.json."""
         return dict(spec=self.spec, label=self.label, random_weights=self.random_weights, thinking=self.thinking,
-                    backend="vllm", vllm=getattr(require_vllm(), "__version__", "unknown"), dtype=self.engine_args["dtype"],
+                    backend="vllm", vllm=getattr(require_vllm(), "__version__", "unknown"),
+                    dtype=self.engine_args["dtype"],
                     tensor_parallel_size=self.engine_args["tensor_parallel_size"],
                     load_format=self.engine_args.get("load_format", "auto"), build_s=round(self.build_seconds, 3))
 

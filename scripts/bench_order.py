@@ -73,8 +73,8 @@ def main(argv=None):
     routes = {r: sum(t.route == r for t in example) for r in ("simple", "reasoning", "transfer")}
     best = {order: min(times) for order, times in passes.items()}
     ratio = best["example"] / best["stage"]
-    produced = (f"{len(queries)} queries ({', '.join(args.benchmarks)}) on {small.loaded.label} + {large.loaded.label}: "
-                f"RANDOM weights, SYNTHETIC data, {small.loaded.device}, {small.loaded.dtype}, "
+    produced = (f"{len(queries)} queries ({', '.join(args.benchmarks)}) on {small.loaded.label} + "
+                f"{large.loaded.label}: RANDOM weights, SYNTHETIC data, {small.loaded.device}, {small.loaded.dtype}, "
                 f"{torch.get_num_threads()} threads; transfer {config.transfer}, verify {config.verify}, think "
                 f"{config.think_tokens} tokens; routes {routes}")
     print(produced)

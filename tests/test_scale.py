@@ -31,7 +31,7 @@ def test_stage_order_gives_the_rows_of_example_order(tmp_path, experiment):
     mod.main(args + ["--run-name", "example"])
     mod.main(args + ["--run-name", "stage", "--order", "stage", "--batch-size", "3"])
     example, stage = _rows(tmp_path / "runs/10_mai/example"), _rows(tmp_path / "runs/10_mai/stage")
-    assert len(example) == 4 * 3 and not any(r["error"] for r in stage.values())
+    assert len(example) == 4 * 4 and not any(r["error"] for r in stage.values())  # MAI: two verification rows
     assert _answers(stage) == _answers(example)
     mai = [r for r in stage.values() if r["kind"] == "MAI"]
     assert {c["result"]["batch_size"] for r in mai for c in r["trace"] if c["mode"] == "simple"} == {3, 1}  # 4 = 3 + 1
@@ -46,7 +46,8 @@ def test_shards_partition_the_run_and_merge_into_its_table(tmp_path, experiment)
 
     mod = experiment("10_mai")
     runs = tmp_path / "runs"
-    args = TINY + ["--limit", "1", "--out", str(runs), "--report-dir", str(tmp_path), "--systems", "MAI"]
+    args = TINY + ["--limit", "1", "--out", str(runs), "--report-dir", str(tmp_path), "--systems", "MAI",
+                   "--verify", "answer"]
     mod.main(args)
     for i in range(3):
         mod.main(args + ["--shard", f"{i}/3", "--order", "stage"])

@@ -273,7 +273,8 @@ def test_gpu_check_prints_prefix_hits_per_system(fake_vllm, capsys):
     spec = importlib.util.spec_from_file_location("gpu_check_vllm", path)
     check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
-    small, large = (VLLMGenerator(name, max_pixels=128 * 128, min_pixels=64 * 64) for name in ("tiny-small", "tiny-large"))
+    small, large = (VLLMGenerator(name, max_pixels=128 * 128, min_pixels=64 * 64)
+                    for name in ("tiny-small", "tiny-large"))
     hits = check.prefix_hits_per_system(small, large, limit=1, think=5, seed=0)
     assert len(hits) == 6 and all(h["queries"] == 2 for h in hits.values())
     assert [h["first_call_hits"] for h in hits.values()] == [0] * 6
