@@ -80,7 +80,8 @@ def build(run_dir, report_dir) -> dict:
              "emptied between systems, so all of it is reuse inside one query (MAI's second stage extends its "
              "first stage; on vLLM a later call of a query may also reuse an earlier call's prefix).")
     df = summarize(rows)
-    if "chartqa" in set(df.benchmark):  # the paper gives one MAI accuracy: printed beside both MAI rows
+    if "chartqa" in set(df.benchmark):
+        note += " paper_accuracy: the paper reports one MAI accuracy on ChartQA; it is printed beside both MAI rows."
         df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get("MAI" if k == "MAI" else s) if b == "chartqa"
                                 else None for b, s, k in zip(df.benchmark, df.system, df.kind)]
     df = df.drop(columns=["kind"])
