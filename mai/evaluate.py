@@ -75,6 +75,25 @@ def prompt_system(generate: Callable[[Request], Result], mode: str, think_tokens
     return run
 
 
+def reset_caches(generators) -> None:
+    """Empty every engine's cross-request caches (vLLM's prefix, image and encoder caches); a transformers
+    generator keeps nothing between calls, so it has nothing to reset."""
+    for gen in generators:
+        reset = getattr(gen, "reset_caches", None)
+        if reset is not None:
+            reset()
+
+
+def isolated(system: Callable, generators) -> Callable:
+    """`system` with nothing cached from another system: the generators' caches are emptied before each
+    call of it (one example in example order, one batch in stage order). Inside the call nothing is reset,
+    so a second stage still extends its first stage's KV, as the method reuses it."""
+    def run(*args):
+        reset_caches(generators)
+        return system(*args)
+    return run
+
+
 def run_systems(store: RunStore, systems: list[tuple[dict, System]], examples: Iterable[Example],
                 desc: str = "", on_row: Callable[[dict], None] | None = None) -> int:
     """Every pending (example, system); `fields` (e.g. {"model": "2B", "mode": "simple"}) name the system
@@ -141,7 +160,8 @@ def transfer_output(thought: Result, final: Result, small: str = "small", large:
              dict(role="large", model=large, mode="transfer", result=final.summary(), answer=None)]
     return dict(text=final.text, input_tokens=final.input_tokens, output_tokens=final.output_tokens,
                 small_output_tokens=thought.output_tokens, large_output_tokens=final.output_tokens,
-                times=times, latency=thought.latency + final.latency, reasoning=thought.text, calls=calls)
+                cached_tokens=thought.cached_tokens + final.cached_tokens, times=times,
+                latency=thought.latency + final.latency, reasoning=thought.text, calls=calls)
 
 
 def cascade_system(cascade, simple_tokens: int | None = None) -> System:
@@ -155,6 +175,8 @@ def cascade_system(cascade, simple_tokens: int | None = None) -> System:
 def trace_output(trace) -> dict:
     """MAI's output: the cascade's answer, route, per-role totals and full trace."""
     d = trace.to_dict()
-    return dict(text=d.pop("prediction"), route=d.pop("route"), **{k: v for k, v in d.items()
-                                                                      if k not in ("answer", "calls")},
-                output_tokens=d["large_output_tokens"], trace=d["calls"])
+    out = dict(text=d.pop("prediction"), route=d.pop("route"), **{k: v for k, v in d.items()
+                                                                     if k not in ("answer", "calls")},
+               output_tokens=d["large_output_tokens"], trace=d["calls"])
+    out["cached_tokens"] = sum(c["result"].get("cached_tokens", 0) for c in d["calls"])  # every call's KV reuse
+    return out

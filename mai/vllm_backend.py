@@ -21,12 +21,19 @@ is tested on a machine without vLLM.
   prefill of the small model (built on first use, so only when an example reaches sparse transfer) over
   prompt + reasoning + suffix, through mai.transfer.capture_reasoning. With random weights that
   transformers copy is NOT vLLM's dummy weights (the capture then checks machinery, nothing else).
+- Isolation. An engine keeps what earlier requests left: KV blocks (prefix caching), processed images
+  (the multimodal processor cache) and, in recent vLLM, vision-encoder outputs. Between the systems of an
+  experiment, `reset_caches()` empties all three, so no system's call is served from another system's work
+  (MAI's large-model Simple call is token for token the L-S baseline's). Inside one system nothing is reset:
+  the second stage extends its first stage's blocks, as the method reuses its KV cache.
 - Times. vLLM does not split vision / prefill / decode per request. Result.times keeps the four keys:
   prefill = first token - scheduled, decode = last token - first token (from RequestOutput.metrics when
   vLLM fills it), vision = 0 (inside prefill), preprocess = the rest of the call's wall time (input
-  processing, queueing, detokenization). Without metrics the whole wall time is put under decode and
-  Result.stats["timing"] says so. In a batch each request's split is divided by the batch size, so the
-  times of a batch's requests sum to its wall time, as in the transformers backend (Result.batch_size).
+  processing, queueing, detokenization). vLLM V1's RequestStateStats timestamps are 0.0 until set
+  (vllm/v1/metrics/stats.py), so a 0.0 is a missing timestamp, not the clock's origin. Without all three
+  timestamps the whole wall time is put under decode and Result.stats["timing"] says so. In a batch each
+  request's split is divided by the batch size, so the times of a batch's requests sum to its wall time,
+  as in the transformers backend (Result.batch_size).
 """
 from __future__ import annotations
 
@@ -121,11 +128,12 @@ def output_length(token_ids: list[int], finish_reason: str | None, stop_reason, 
 
 def stage_times(metrics, wall: float, batch_size: int = 1) -> tuple[dict[str, float], bool]:
     """Result.times from a request's metrics (V0 RequestMetrics or V1 RequestStateStats) and the call's
-    wall time; False when vLLM gave no timestamps (all of the wall time is then under decode)."""
+    wall time; False when vLLM gave no timestamps, or left one at 0.0 (all of the wall time is then under
+    decode: a 0.0 scheduled time would otherwise make the whole call prefill)."""
     def first_of(*names):
         for name in names:
             value = getattr(metrics, name, None) if metrics is not None else None
-            if value is not None:
+            if value is not None and float(value) > 0.0:  # V1 leaves unset timestamps at 0.0
                 return float(value)
         return None
 
@@ -215,12 +223,26 @@ class VLLMGenerator:
 
     def describe(self) -> dict:
         """What this model is, for a run's models.json."""
-        import importlib.metadata as md
-
         return dict(spec=self.spec, label=self.label, random_weights=self.random_weights, thinking=self.thinking,
-                    backend="vllm", vllm=md.version("vllm"), dtype=self.engine_args["dtype"],
+                    backend="vllm", vllm=getattr(require_vllm(), "__version__", "unknown"),
+                    dtype=self.engine_args["dtype"],
                     tensor_parallel_size=self.engine_args["tensor_parallel_size"],
                     load_format=self.engine_args.get("load_format", "auto"), build_s=round(self.build_seconds, 3))
+
+    # -- isolation between systems ---------------------------------------------------------------------
+
+    def reset_caches(self) -> list[str]:
+        """Empty what earlier requests left in the engine (see the module doc); returns what was reset.
+        The prefix cache must reset: vLLM refuses (returns False) while requests are running."""
+        if self.llm.reset_prefix_cache() is False:
+            raise RuntimeError("vLLM did not reset its prefix cache (requests still running?)")
+        done = ["prefix"]
+        for name, what in (("reset_mm_cache", "multimodal"), ("reset_encoder_cache", "encoder")):
+            reset = getattr(self.llm, name, None)  # not in every vLLM release
+            if reset is not None:
+                reset()
+                done.append(what)
+        return done
 
     # -- generation ------------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ text-only prefill of N tokens (batch 1, logits of the last position only) four w
 It prints the fastest and the median time of each (ratios from the fastest), peak memory above the loaded model (CUDA: max_memory_allocated;
 CPU: resident set size sampled every few ms), and the ratios to plain SDPA. It also checks that the
 capture runs give the very same logits as plain SDPA. Target: capture at most 1.10x plain SDPA.
+The numbers go to --json (default runs/bench/attention.<arch>.<tokens>.json).
 
     python scripts/bench_attention.py --arch tiny-large --tokens 512
     python scripts/bench_attention.py                       # qwen3-vl-2b, 2000 tokens, bf16
@@ -28,7 +29,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 import torch
 
@@ -106,7 +108,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch intra-op threads (default: torch's choice); 1 is steadier on a busy CPU")
     parser.add_argument("--no-eager", action="store_true", help="skip eager + output_attentions")
-    parser.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where the numbers go (default runs/bench/attention.<arch>.<tokens>.json)")
     args = parser.parse_args(argv)
 
     if args.threads:
@@ -195,11 +198,15 @@ def main(argv=None) -> int:
     print(f"capture/sdpa (worst of capture-1, capture-all) = {worst:.3f}  target <= {TARGET_RATIO}: {verdict}")
     if "eager+attn" in med:
         print(f"eager+output_attentions/sdpa = {best['eager+attn'] / best['sdpa']:.3f}")
-    if args.json:
-        args.json.write_text(json.dumps(dict(
-            arch=args.arch, tokens=args.tokens, dtype=str(dtype), device=str(device), layer=layer,
-            repeats=args.repeats, threads=torch.get_num_threads(), times_s=times, median_s=med, min_s=best,
-            peak_bytes=peaks, rows_bytes=rows_bytes, logits_identical=identical), indent=2))
+    # Every run leaves its numbers, so a ratio quoted anywhere names the file it came from.
+    out = args.json or REPO / "runs" / "bench" / f"attention.{args.arch}.{args.tokens}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(dict(
+        script="scripts/bench_attention.py", weights="RANDOM", arch=args.arch, tokens=args.tokens, dtype=str(dtype),
+        device=str(device), layer=layer, repeats=args.repeats, threads=torch.get_num_threads(), times_s=times,
+        median_s=med, min_s=best, capture_over_sdpa=worst, target=TARGET_RATIO, peak_bytes=peaks,
+        rows_bytes=rows_bytes, logits_identical=identical), indent=2) + "\n")
+    print(f"written: {out}")
     return 0 if all(identical.values()) else 1
 
 

