@@ -101,7 +101,12 @@ class Cascade:
         calls.append(Call(role, self.names[role], mode or request.mode, result.summary(), answer))
         return result, answer
 
-    def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int) -> Trace:
+    def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int,
+               route: str | None = None) -> Trace:
+        """route: force the decision (timing studies, mai.forced): every call of the stages up to that route
+        is made as usual, and the cascade ends there whatever the answers say."""
+        if route is not None and route not in ROUTES:
+            raise ValueError(f"a forced route must be one of {ROUTES}, got {route!r}")
         cfg, calls = self.config, []
         t0 = time.perf_counter()
         ask = dict(question=question, images=images, post_prompt=post_prompt)
@@ -110,7 +115,7 @@ class Cascade:
                                      calls, metric)
         large, large_answer = self._call("large", Request(**ask, mode="simple", max_new_tokens=simple_tokens),
                                          calls, metric)
-        if answers.answers_agree(small_answer, large_answer, metric):
+        if self._ends("simple", route, small_answer, large_answer, metric):
             return self._trace("simple", large, large_answer, calls, t0)
         # (ii) the small model reasons; its answer, from the cache or read off the reasoning, is verified.
         keep = cfg.verify == "answer" or cfg.transfer == "sparse"
@@ -119,7 +124,7 @@ class Cascade:
         if cfg.verify == "answer":
             _, small_answer = self._call("small", Request(**ask, mode="answer", max_new_tokens=cfg.answer_tokens,
                                                           reuse=thought), calls, metric)
-        if answers.answers_agree(small_answer, large_answer, metric):
+        if self._ends("reasoning", route, small_answer, large_answer, metric):
             return self._trace("reasoning", large, large_answer, calls, t0)
         # (iii) reasoning transfer to the large model's Simple prompt.
         context, kept, n_reasoning = thought.text, None, thought.output_tokens
@@ -136,6 +141,11 @@ class Cascade:
         trace = self._trace("transfer", final, final_answer, calls, t0)
         trace.kept_tokens, trace.reasoning_tokens = kept, n_reasoning
         return trace
+
+    @staticmethod
+    def _ends(stage: str, route: str | None, small_answer, large_answer, metric: str) -> bool:
+        """Whether the cascade ends at this stage: the answers agree, or the forced route is this stage."""
+        return route == stage if route is not None else answers.answers_agree(small_answer, large_answer, metric)
 
     @staticmethod
     def _trace(route, result: Result, answer: str, calls, t0) -> Trace:
