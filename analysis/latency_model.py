@@ -4,9 +4,14 @@ model reasoning (L-R).
 
 Fitted per model on 03's timed runs (two prompt lengths at least, and the output lengths a run uses):
 
-    preprocess, vision             as measured (means): charged to a call that starts a fresh prompt with its
+    vision                         as measured (mean): charged to a call that starts a fresh prompt with its
                                    image; a call that continues a KV cache (the second stage, the sparse
-                                   capture) re-encodes no image and tokenises only its suffix
+                                   capture) re-encodes no image
+    preprocess                     as measured: resizing, patching and tokenising depend on the input images
+                                   (a benchmark's, not the profile's simulated one) and not on the model, so
+                                   a recorded call is charged its own measured preprocessing and a prediction
+                                   at route fractions the mean of the run's fresh calls (the profile's mean
+                                   only when no run is given)
     prefill(p) = a + b * p         least squares over runs, p = prompt tokens prefilled (cached ones excluded);
                                    the intercept is the forward pass a prefill of any length costs
     decode(n)  = c + d * (n - 1)   least squares over output lengths n (through the origin with one length):
@@ -65,10 +70,12 @@ class Cost:
             return 0.0  # a forward without decode (the sparse capture)
         return max(self.decode_base + self.decode_per_token * (outputs - 1), 0.0)
 
-    def call(self, prompt: int, outputs: int, cached: int = 0) -> float:
-        """A call over `prompt` tokens of which `cached` come from a kept KV cache, with `outputs` tokens out."""
-        fresh = self.preprocess + self.vision if cached == 0 else 0.0
-        return fresh + self.prefill(prompt - cached) + self.decode(outputs)
+    def call(self, prompt: int, outputs: int, cached: int = 0, preprocess: float | None = None) -> float:
+        """A call over `prompt` tokens of which `cached` come from a kept KV cache, with `outputs` tokens out;
+        `preprocess` replaces the profile's preprocessing time (a fresh call's, or a continuation's)."""
+        if preprocess is None:
+            preprocess = self.preprocess if cached == 0 else 0.0
+        return preprocess + (self.vision if cached == 0 else 0.0) + self.prefill(prompt - cached) + self.decode(outputs)
 
 
 def _line(x: list[float], y: list[float], through_origin: bool = False) -> tuple[float, float]:
@@ -97,18 +104,20 @@ def fit(runs) -> Cost:
                 decode_base, decode_per_token)
 
 
-def profile(run_dir) -> dict[str, Cost]:
-    """Per model label, its Cost fitted on 03's timed runs."""
-    _, rows, _ = report.load_run(run_dir)
+def profile(*run_dirs) -> dict[str, Cost]:
+    """Per model label, its Cost fitted on the timed runs of one or more 03 runs (pooled: profiles taken
+    before and after a run on a shared machine average its conditions)."""
+    rows = [row for run_dir in run_dirs for row in report.load_run(run_dir)[1]]
     runs = timed_runs(rows)
     if runs.empty:
-        raise MaiError(f"{run_dir} has no timed runs of experiments/03_stage_profiling.py")
+        raise MaiError(f"{', '.join(map(str, run_dirs))}: no timed runs of experiments/03_stage_profiling.py")
     return {model: fit(g) for model, g in runs.groupby("model", sort=False)}
 
 
 def predict_call(cost: Cost, result: dict) -> float:
-    """A recorded call's latency from its token counts (Result.summary())."""
-    return cost.call(result["input_tokens"], result["output_tokens"], result.get("cached_tokens", 0))
+    """A recorded call's latency from its token counts (Result.summary()), its preprocessing as measured."""
+    return cost.call(result["input_tokens"], result["output_tokens"], result.get("cached_tokens", 0),
+                     preprocess=(result.get("times") or {}).get("preprocess"))
 
 
 def row_calls(row: dict, labels: dict[str, str]) -> list[tuple[str, dict]]:
@@ -176,16 +185,18 @@ class Query:
     suffix: float = 0.0  # verify=answer: tokens the second stage prefills after the cached reasoning
     answer_tokens: float = 0.0  # verify=answer: the second stage's output tokens
     capture_suffix: float = 0.0  # sparse with verify=reasoning: tokens of the suffix-only forward
+    preprocess: float | None = None  # seconds of a fresh call's preprocessing, as measured (None: the profile's)
 
 
 def route_latency(small: Cost, large: Cost, q: Query, verify: str, transfer: str) -> dict[str, float]:
     """Per route, the latency of a query that ends there, call by call."""
-    simple = small.call(q.prompt, q.simple_tokens) + large.call(q.prompt, q.simple_tokens)
-    reasoning = simple + small.call(q.think_prompt, q.reasoning_tokens)
+    pre = q.preprocess
+    simple = small.call(q.prompt, q.simple_tokens, preprocess=pre) + large.call(q.prompt, q.simple_tokens, preprocess=pre)
+    reasoning = simple + small.call(q.think_prompt, q.reasoning_tokens, preprocess=pre)
     if verify == "answer":
         cached = q.think_prompt + q.reasoning_tokens
         reasoning += small.call(cached + q.suffix, q.answer_tokens, cached=cached)
-    final = large.call(q.transfer_prompt, q.simple_tokens)
+    final = large.call(q.transfer_prompt, q.simple_tokens, preprocess=pre)
     if transfer == "sparse" and verify == "reasoning":
         final += small.prefill(q.capture_suffix)
     return dict(simple=simple, reasoning=reasoning, transfer=reasoning + final)
@@ -196,18 +207,22 @@ def predict_mai(small: Cost, large: Cost, q: Query, fractions: dict[str, float],
     """MAI's expected latency per query at the given route fractions, L-R's, and the speedup."""
     routes = route_latency(small, large, q, verify, transfer)
     mai = sum(fractions[r] * routes[r] for r in ROUTES)
-    large_r = large.call(q.think_prompt, q.large_reasoning_tokens)
+    large_r = large.call(q.think_prompt, q.large_reasoning_tokens, preprocess=q.preprocess)
     return dict(mai_s=mai, large_r_s=large_r, speedup=large_r / mai, **{f"{r}_s": routes[r] for r in ROUTES})
 
 
 def query_from_rows(rows: list[dict], labels: dict[str, str]) -> Query:
     """Mean token counts of each kind of call recorded in a 10_mai run's rows (MAI's and the baselines')."""
     by_mode: dict[tuple[str, str], list[dict]] = {}
+    fresh: list[float] = []  # preprocessing of every call that started a fresh prompt
     for r in rows:
         if r.get("error"):
             continue
         for c in r.get("trace") or r.get("calls") or []:
             by_mode.setdefault((c["role"], c["mode"]), []).append(c["result"])
+        for _, c in row_calls(r, labels):
+            if not c.get("cached_tokens") and c.get("output_tokens") and "times" in c:
+                fresh.append(c["times"]["preprocess"])
         if r.get("kind") == "large-R":
             by_mode.setdefault(("large", "L-R"), []).append(r)
 
@@ -229,12 +244,14 @@ def query_from_rows(rows: list[dict], labels: dict[str, str]) -> Query:
                  transfer_prompt=mean("large", "transfer", lambda c: c["input_tokens"]),
                  suffix=mean("small", "answer", new, required=False),
                  answer_tokens=mean("small", "answer", lambda c: c["output_tokens"], required=False),
-                 capture_suffix=mean("small", "attention", new, required=False))
+                 capture_suffix=mean("small", "attention", new, required=False),
+                 preprocess=statistics.fmean(fresh) if fresh else None)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", required=True, help="a run directory of experiments/03_stage_profiling.py")
+    ap.add_argument("--profile", required=True, nargs="+", help="run directories of experiments/03_stage_profiling.py "
+                    "(several are pooled)")
     ap.add_argument("--run", help="a run directory of experiments/10_mai.py: predicted against measured")
     ap.add_argument("--small", help="small model label in the profile (e.g. 2B)")
     ap.add_argument("--large", help="large model label in the profile (e.g. 8B)")
@@ -252,7 +269,7 @@ def main(argv=None) -> None:
     ap.add_argument("--route-simple", type=float, default=0.55, help="fraction agreeing at the Simple prompt")
     ap.add_argument("--route-reasoning", type=float, default=0.15, help="fraction agreeing after the small model reasons")
     args = ap.parse_args(argv)
-    costs = profile(args.profile)
+    costs = profile(*args.profile)
     for label, c in costs.items():
         print(f"profile {label}: preprocess {c.preprocess * 1e3:.1f} ms, vision {c.vision * 1e3:.1f} ms, "
               f"prefill {c.prefill_base * 1e3:.2f} ms + {c.prefill_per_token * 1e3:.4f} ms/token, "

@@ -85,16 +85,17 @@ def build(run_dir, report_dir) -> dict:
 
 def predict(config: dict, rows: list[dict]) -> tuple[list[dict], str] | None:
     """With a latency profile in the config: the rows with their predicted latency, and a note on it."""
-    path = config.get("latency_profile")
-    if not path or not Path(path).exists():
+    paths = config.get("latency_profile") or []
+    paths = [paths] if isinstance(paths, str) else paths
+    if not paths or not all(Path(p).exists() for p in paths):
         return None
-    costs = latency_model.profile(path)
+    costs = latency_model.profile(*paths)
     labels = latency_model.run_labels(config)
     latency_model.check_models(costs, labels)
     predicted = {r["key"]: r["predicted"] for r in latency_model.predict_rows(rows, costs, labels)}
     rows = [{**r, "predicted": predicted[r["key"]]} if r.get("key") in predicted else r for r in rows]
-    text = (f"predicted_s: the latency model (analysis/latency_model.py) fitted on {Path(path).name}'s profile, "
-            "call by call over each row's calls.")
+    text = (f"predicted_s: the latency model (analysis/latency_model.py) fitted on the profile "
+            f"{' + '.join(Path(p).name for p in paths)}, call by call over each row's calls.")
     forced = config.get("force_routes")
     if forced:
         ok = [r for r in rows if not r.get("error")]

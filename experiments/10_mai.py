@@ -66,8 +66,9 @@ def main(argv=None):
                    help="draw each example's MAI route from these fractions instead of letting the models "
                         "decide, and force every call's output length to its limit (latency only: accuracies "
                         "and routes of such a run are not MAI's)")
-    g.add_argument("--latency-profile", help="an experiments/03 run of the same models on this machine: the "
-                   "table gives the latency model's prediction beside each measured latency")
+    g.add_argument("--latency-profile", nargs="+", metavar="RUN", help="experiments/03 run(s) of the same models on "
+                   "this machine (several are pooled): the table gives the latency model's prediction beside each "
+                   "measured latency")
     args = cli.parse(p, PRESETS, argv)
     args.models = [args.small, args.large]
     unknown = set(args.systems) - set(SYSTEMS)
@@ -78,10 +79,11 @@ def main(argv=None):
     if args.force_routes and args.order == "stage":
         raise MaiError("--force-routes is a batch-1 latency study: run it with --order example")
     if args.latency_profile:
-        args.latency_profile = str(Path(args.latency_profile).resolve())
-        if not (Path(args.latency_profile) / "results.jsonl").exists():
-            raise MaiError(f"--latency-profile {args.latency_profile}: not a run directory of "
-                           "experiments/03_stage_profiling.py (no results.jsonl)")
+        args.latency_profile = [str(Path(p).resolve()) for p in args.latency_profile]
+        for path in args.latency_profile:
+            if not (Path(path) / "results.jsonl").exists():
+                raise MaiError(f"--latency-profile {path}: not a run directory of experiments/03_stage_profiling.py "
+                               "(no results.jsonl)")
     examples = cli.shard_examples([ex for name in args.benchmarks
                                    for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
                                   args.shard)

@@ -1,5 +1,6 @@
 """The latency model: lines fitted on a synthetic profile, exact predictions per MAI variant, and predictions
 made from a real tiny profile and a real (forced-route) cascade run."""
+import dataclasses
 import json
 
 import pytest
@@ -61,6 +62,9 @@ def test_call_costs(costs):
     # A capture: a forward without decode.
     assert s.call(280, 0, cached=250) == pytest.approx(0.08)
     assert lm.predict_call(s, dict(input_tokens=280, cached_tokens=250, output_tokens=4)) == pytest.approx(0.22)
+    # A recorded call is charged its own measured preprocessing (it depends on the input images), not the profile's.
+    measured = dict(input_tokens=200, output_tokens=10, times=dict(preprocess=0.5, vision=9, prefill=9, decode=9))
+    assert lm.predict_call(s, measured) == pytest.approx(0.74 - 0.01 + 0.5)
 
 
 Q = lm.Query(prompt=100, think_prompt=120, simple_tokens=4, reasoning_tokens=50, large_reasoning_tokens=200,
@@ -107,6 +111,7 @@ def test_a_recorded_run_call_by_call(tmp_path, costs):
     q = lm.query_from_rows(rows + [dict(kind="Full RT", trace=[_call("large", "8B", "transfer", 150, 4)])],
                            lm.run_labels(dict(small="qwen3-vl-2b", large="qwen3-vl-8b")))
     assert (q.prompt, q.think_prompt, q.reasoning_tokens, q.suffix, q.transfer_prompt) == (100, 120, 50, 20, 150)
+    assert q.preprocess is None  # these calls recorded no times: the profile's preprocessing is used
     assert q.large_reasoning_tokens == 200
 
 
@@ -144,3 +149,17 @@ def test_predicts_a_forced_route_cascade_run(tmp_path, experiment):
     predicted = {(r["benchmark"], r["system"]): r for r in lm.predict_run(run, costs)}
     assert {"MAI", "tiny-large-S", "tiny-large-R", "tiny-small-R", "Full RT"} <= {s for _, s in predicted}
     assert all(r["predicted_s"] > 0 and r["measured_s"] > 0 for r in predicted.values())
+
+
+def test_profiles_pool_and_preprocessing_comes_from_the_run(tmp_path):
+    # Two 03 runs with one prompt length each (say, before and after a 10_mai run) fit one line together.
+    a = _write_run(tmp_path / "a", _profile_rows("2B", SMALL, prompts=(100,)) + _profile_rows("8B", LARGE, prompts=(100,)))
+    b = _write_run(tmp_path / "b", _profile_rows("2B", SMALL, prompts=(300,)) + _profile_rows("8B", LARGE, prompts=(300,)))
+    costs = lm.profile(a, b)
+    assert (costs["2B"].prefill_base, costs["2B"].prefill_per_token) == pytest.approx((0.05, 0.001))
+    # A run's measured preprocessing (0.11 s a fresh call instead of the profile's 0.01) on each fresh call:
+    # two at the Simple stage, one more when reasoning (the second stage continues the cache), one at transfer.
+    q = dataclasses.replace(Q, preprocess=0.11)
+    routes = lm.route_latency(costs["2B"], costs["8B"], q, "answer", "full")
+    assert routes == pytest.approx(dict(simple=1.54 + 0.2, reasoning=1.54 + 2.26 + 0.25 + 0.3,
+                                        transfer=1.54 + 2.26 + 0.25 + 1.34 + 0.4))
