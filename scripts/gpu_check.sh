@@ -179,9 +179,12 @@ if [[ "$MODE" == gpu ]]; then
   PROFILE_ARGS=(--random-weights --models "$SMALL,$LARGE" --question-tokens 32,1024 --output-tokens 16,128,512
                 --image-size 448x448 --warmup 1 --runs 2)
   # --max-pixels 448*448: the synthetic images get at most the profile's image tokens, so its vision cost fits.
-  MAI_ARGS=(--small "$SMALL" --large "$LARGE" --benchmarks synth-chartqa,synth-pope --limit 4 --think-tokens 256
+  MAI_ARGS=(--small "$SMALL" --large "$LARGE" --benchmarks synth-chartqa,synth-pope --limit 4 --think-tokens 128
             --simple-tokens 16 --answer-tokens 16 --max-pixels 200704)
-  PLAN_03=210; PLAN_10=170; PLAN_10R=70
+  # Planned from ~20-25 ms per decoded token for transformers' generate at these shapes (launch-bound at
+  # batch size 1; not yet measured here): 03 decodes 3 x 656 tokens x 2 prompt lengths per model; 10_mai
+  # ~11 s of calls per example over its five systems, 8 examples.
+  PLAN_03=240; PLAN_10=150; PLAN_10R=50
 else
   SMALL=tiny-small; LARGE=tiny-large
   PROFILE_ARGS=(--preset cpu --device cpu --models "$SMALL,$LARGE" --question-tokens 8,64 --output-tokens 2,4,8
