@@ -14,7 +14,7 @@ SCRIPT = REPO / "scripts" / "gpu_check.sh"
 def _run(tmp_path, *args, **env):
     env = {**os.environ, "OUT": str(tmp_path / "out"), "WHEEL_DIR": str(tmp_path / "no-wheels"), "PY": sys.executable,
            **env}
-    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_usage_error(tmp_path):
