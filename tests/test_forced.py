@@ -39,6 +39,10 @@ def test_forced_lengths_decode_to_the_limit(forced, chart_image):
     small, _ = forced
     result = small.generate(Request(question="What is shown?", images=[chart_image], max_new_tokens=7))
     assert result.output_tokens == 7
+    # What forces it: every request goes on with min_new_tokens = max_new_tokens (the generator then stops on
+    # length alone, mai.generation); the caller's request is left as it was.
+    request = Request(question="q", max_new_tokens=5)
+    assert small._forced(request).min_new_tokens == 5 and request.min_new_tokens == 0
     assert small.loaded.label == "tiny-small"  # the wrapped generator's model, for sparse transfer
 
 
