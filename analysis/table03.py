@@ -5,6 +5,9 @@
 Only timed runs without errors count (warm-up rows are kept in results.jsonl but left out here).
 Per-token costs, per run: prefill seconds / prompt tokens prefilled; decode seconds / (output tokens - 1),
 the first output token being the prefill's. The decode/prefill ratio is the ratio of the two means.
+On a GPU of known memory bandwidth (MEMORY_BANDWIDTH), Table 4 also gives decode's physical floor per
+token: every weight is read once per decoded token at batch size 1, so no decode step can take less
+than weight bytes / bandwidth.
 """
 from __future__ import annotations
 
@@ -28,6 +31,17 @@ NAME4 = "table4_per_token_cost"
 STAGE_NAMES = {"preprocess": "preprocess", "vision": "vision encoder", "prefill": "prefill", "decode": "decode"}
 GIB = 2 ** 30
 _BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# Peak HBM bandwidth in bytes/s, from NVIDIA's datasheets (H200 SXM: 4.8 TB/s; H100 SXM: 3.35 TB/s; A100
+# 80GB SXM: 2.039 TB/s), matched against torch.cuda.get_device_name.
+MEMORY_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.039e12}
+
+
+def memory_bandwidth(gpu: str | None) -> float | None:
+    """Peak memory bandwidth of a GPU by its name, None when unknown (or on a CPU)."""
+    for name, bandwidth in MEMORY_BANDWIDTH.items():
+        if gpu and name in gpu:
+            return bandwidth
+    return None
 
 
 def read_models(run_dir) -> dict:
@@ -50,22 +64,26 @@ def timed_runs(rows: list[dict]) -> pd.DataFrame:
         if r.get("warmup") or r.get("error"):
             continue
         prefill_tok, decode_tok = per_token(r)
-        records.append(dict(model=r["model"], output_tokens=r["requested_output_tokens"],
+        records.append(dict(model=r["model"], question_tokens=r.get("question_tokens"),
+                            output_tokens=r["requested_output_tokens"],
                             generated=r["output_tokens"], input_tokens=r["input_tokens"],
                             image_tokens=r.get("image_tokens"), **{s: r["times"][s] for s in STAGES},
                             latency=r["latency"], prefill_per_token=prefill_tok, decode_per_token=decode_tok,
                             peak_memory=r.get("peak_memory_bytes"), memory_before=r.get("memory_before_bytes")))
     return pd.DataFrame.from_records(records, columns=[
-        "model", "output_tokens", "generated", "input_tokens", "image_tokens", *STAGES, "latency",
+        "model", "question_tokens", "output_tokens", "generated", "input_tokens", "image_tokens", *STAGES, "latency",
         "prefill_per_token", "decode_per_token", "peak_memory", "memory_before"])
 
 
 def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std (over timed runs) per model and output length, in the order the models were run."""
+    """Mean and std (over timed runs) per model, question length and output length, in the order the models
+    were run."""
     order = list(dict.fromkeys(runs.model))
     records = []
-    for (model, n), g in runs.groupby(["model", "output_tokens"], sort=False):
-        rec = dict(model=model, output_tokens=int(n), runs=len(g), input_tokens=g.input_tokens.mean(),
+    runs = runs.assign(question_tokens=runs.question_tokens.fillna(-1))  # rows of older runs lack it
+    for (model, q, n), g in runs.groupby(["model", "question_tokens", "output_tokens"], sort=False):
+        rec = dict(model=model, question_tokens=int(q), output_tokens=int(n), runs=len(g),
+                   input_tokens=g.input_tokens.mean(),
                    image_tokens=g.image_tokens.mean(), generated=g.generated.mean())
         for col in (*STAGES, "latency", "prefill_per_token", "decode_per_token"):
             rec[col], rec[f"{col}_std"] = g[col].mean(), g[col].std()  # std: sample (n - 1); NaN for one run
@@ -77,7 +95,8 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df
     df["_order"] = df.model.map(order.index)
-    return df.sort_values(["_order", "output_tokens"]).drop(columns="_order").reset_index(drop=True)
+    return (df.sort_values(["_order", "input_tokens", "output_tokens"]).drop(columns="_order")
+            .reset_index(drop=True))
 
 
 def _pm(mean, std, scale=1e3, fmt=".1f") -> str:
@@ -100,8 +119,10 @@ def note(config: dict, described: dict, rows: list[dict] = ()) -> str:
     threads = sorted({d["torch_threads"] for d in described.values() if d.get("torch_threads")})
     device = prov.get("gpu") or (f"CPU ({prov.get('cpu_count')} cores"
                                  + (f", torch threads: {'/'.join(map(str, threads))})" if threads else ")"))
+    questions = config.get("question_tokens")
+    questions = "/".join(map(str, questions)) if isinstance(questions, list) else questions
     text = (f"Produced by preset '{config.get('preset')}': {' and '.join(weights) or 'unknown weights'}, "
-            f"SIMULATED inputs (a random-noise {config.get('image_size')} image, a {config.get('question_tokens')}"
+            f"SIMULATED inputs (a random-noise {config.get('image_size')} image, a {questions}"
             f"-token question, output length forced), {'/'.join(map(str, dtypes))}, on {device}; "
             f"{config.get('warmup')} warm-up + {config.get('runs')} timed runs per setting; "
             f"commit {str(prov.get('git_commit'))[:10]}.")
@@ -133,9 +154,16 @@ def table3(agg: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def table4(agg: pd.DataFrame, described: dict) -> pd.DataFrame:
-    return pd.DataFrame({
-        "model": agg.model, "output tokens": agg.output_tokens,
+def decode_floor(described: dict, bandwidth: float | None) -> float | None:
+    """Seconds per decoded token if every weight byte were read once at the GPU's peak bandwidth."""
+    weights = _weights_gib(described)
+    return weights * GIB / bandwidth if weights and bandwidth else None
+
+
+def table4(agg: pd.DataFrame, described: dict, bandwidth: float | None = None) -> pd.DataFrame:
+    out = pd.DataFrame({
+        "model": agg.model, "prompt tokens": agg.input_tokens.round().astype(int),
+        "output tokens": agg.output_tokens,
         "prefill (ms/token)": [_pm(m, s, fmt=".3f") for m, s in zip(agg.prefill_per_token, agg.prefill_per_token_std)],
         "decode (ms/token)": [_pm(m, s, fmt=".2f") for m, s in zip(agg.decode_per_token, agg.decode_per_token_std)],
         "decode / prefill": agg.decode_over_prefill,
@@ -143,24 +171,36 @@ def table4(agg: pd.DataFrame, described: dict) -> pd.DataFrame:
         "peak memory (GiB)": agg.peak_memory / GIB,
         "peak over start (GiB)": agg.peak_over_start / GIB,
     })
+    if bandwidth:
+        floors = [decode_floor(described.get(m, {}), bandwidth) for m in agg.model]
+        out.insert(4, "decode floor (ms/token)", [f * 1e3 if f else None for f in floors])
+        out.insert(5, "decode / floor", [d / f if f else None for d, f in zip(agg.decode_per_token, floors)])
+    return out
+
+
+def setting(model: str, question_tokens: int, several: bool) -> str:
+    """A model's name, with its question length where several were profiled."""
+    return f"{model} q{question_tokens}" if several else model
 
 
 def linear_fits(agg: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
-    """Per model with several output lengths: (seconds per output token, intercept, R^2) of mean latency."""
+    """Per model (and question length) with several output lengths: (seconds per output token, intercept,
+    R^2) of mean latency."""
     fits = {}
-    for model, g in agg.groupby("model", sort=False):
+    several = agg.question_tokens.nunique() > 1
+    for (model, q), g in agg.groupby(["model", "question_tokens"], sort=False):
         if g.output_tokens.nunique() < 2:
             continue
         x, y = g.output_tokens.to_numpy(float), g.latency.to_numpy(float)
         slope, intercept = np.polyfit(x, y, 1)
         residual = ((y - (slope * x + intercept)) ** 2).sum()
         total = ((y - y.mean()) ** 2).sum()
-        fits[model] = (slope, intercept, 1 - residual / total if total > 0 else 1.0)
+        fits[setting(model, q, several)] = (slope, intercept, 1 - residual / total if total > 0 else 1.0)
     return fits
 
 
 def ratio_lines(agg: pd.DataFrame) -> list[str]:
-    return [f"{r.model}, {r.output_tokens} output tokens: decode {r.decode_per_token * 1e3:.2f} ms/token vs "
+    return [f"{r.model}, {r.input_tokens:.0f} prompt tokens, {r.output_tokens} output tokens: decode {r.decode_per_token * 1e3:.2f} ms/token vs "
             f"prefill {r.prefill_per_token * 1e3:.3f} ms/token -> decode costs {r.decode_over_prefill:.1f}x "
             f"prefill per token" for r in agg.itertuples()]
 
@@ -176,7 +216,11 @@ def build(run_dir, report_dir) -> dict:
     mem_note = f" Peak memory: {'; '.join(memory_methods)}; weights included." if memory_methods else ""
     tables = report.write_table(table3(agg), report_dir, NAME3, config, text,
                                 "Table 3: time per stage, mean ± std over timed runs (ms)")
-    tables += report.write_table(table4(agg, described), report_dir, NAME4, config, text + mem_note,
+    bandwidth = memory_bandwidth(config.get("provenance", {}).get("gpu"))
+    if bandwidth:
+        mem_note += (f" Decode floor: weight bytes / {bandwidth / 1e12:.2f} TB/s (the GPU's peak memory "
+                     "bandwidth), the least one decoded token can take at batch size 1.")
+    tables += report.write_table(table4(agg, described, bandwidth), report_dir, NAME4, config, text + mem_note,
                                  "Table 4: prefill cost per prompt token vs decode cost per output token "
                                  "(decode per token = decode time / (output tokens - 1)), and peak memory")
     fits = linear_fits(agg)
@@ -184,13 +228,17 @@ def build(run_dir, report_dir) -> dict:
     _plot(agg, fits, fig_path, text)
     summary = {"errors": sum(1 for r in rows if r.get("error")),
                "warmup_runs": sum(1 for r in rows if r.get("warmup")), "timed_runs": len(runs)}
+    several = agg.question_tokens.nunique() > 1
     for r in agg.itertuples():
-        tag = f"{r.model}/out{r.output_tokens}"
+        tag = f"{r.model}/q{r.question_tokens}/out{r.output_tokens}" if several else f"{r.model}/out{r.output_tokens}"
         summary.update({f"{tag}/{s}_ms": getattr(r, s) * 1e3 for s in (*STAGES, "latency")})
         summary.update({f"{tag}/prefill_ms_per_token": r.prefill_per_token * 1e3,
                         f"{tag}/decode_ms_per_token": r.decode_per_token * 1e3,
                         f"{tag}/decode_over_prefill": r.decode_over_prefill,
                         f"{tag}/peak_memory_gib": r.peak_memory / GIB})
+        floor = decode_floor(described.get(r.model, {}), bandwidth)
+        if floor:
+            summary[f"{tag}/decode_floor_ms_per_token"] = floor * 1e3
     for model, (slope, intercept, r2) in fits.items():
         summary.update({f"{model}/latency_s_per_output_token": slope, f"{model}/latency_intercept_s": intercept,
                         f"{model}/latency_linear_r2": r2})
@@ -203,7 +251,7 @@ def _plot(agg: pd.DataFrame, fits: dict, path: Path, text: str) -> None:
     sweep = agg.output_tokens.nunique() > 1
     fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4.2), squeeze=False)
     ax = axes[0][0]
-    names = [f"{m}\n{n} tok" for m, n in zip(agg.model, agg.output_tokens)]
+    names = [f"{m}\n{p:.0f}+{n} tok" for m, p, n in zip(agg.model, agg.input_tokens, agg.output_tokens)]
     bottom = np.zeros(len(agg))
     for stage in STAGES:
         ax.bar(names, agg[stage], bottom=bottom, width=0.5, label=STAGE_NAMES[stage])
@@ -214,7 +262,9 @@ def _plot(agg: pd.DataFrame, fits: dict, path: Path, text: str) -> None:
     ax.grid(axis="y", alpha=0.3)
     if sweep:
         ax = axes[0][1]
-        for model, g in agg.groupby("model", sort=False):
+        several = agg.question_tokens.nunique() > 1
+        for (model, q), g in agg.groupby(["model", "question_tokens"], sort=False):
+            model = setting(model, q, several)
             line = ax.errorbar(g.output_tokens, g.latency, yerr=g.latency_std.fillna(0), marker="o", capsize=3,
                                label=model)
             if model in fits:

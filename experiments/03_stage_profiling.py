@@ -6,25 +6,34 @@ question of --question-tokens ordinary words, with the output length forced to -
 apart, the device synchronised before every clock read: --warmup runs first (rows flagged warmup=True),
 then --runs timed runs (the paper: 100 on one H100).
 
-- Table 3: mean ± std of each stage and of the total, per model (and output length).
+- Table 3: mean ± std of each stage and of the total, per model, prompt length and output length.
 - Table 4: prefill cost per prompt token against decode cost per output token, their ratio, and peak
   memory. Prefill per token = prefill seconds / prompt tokens prefilled (image tokens included; the
   vision encoder is timed apart). Decode per token = decode seconds / (output tokens - 1): the first
   output token comes out of the prefill's forward. Peak memory: torch.cuda.max_memory_allocated on a
   GPU; on a CPU the process's peak resident set (VmHWM, reset before each run through
   /proc/self/clear_refs; ru_maxrss, a lifetime peak, where that is unavailable). Both include the weights.
+  On a GPU whose memory bandwidth is known, decode per token is shown beside its physical floor: the
+  weights' bytes read once per token at that bandwidth.
 - With several --output-tokens, the figure plots latency against output length (the paper: it grows
   linearly) with a least-squares line.
+- With several --question-tokens (two prompt lengths at least), analysis/latency_model.py fits each
+  model's prefill time as a line in prompt tokens and predicts MAI's latency call by call from it.
 
     python experiments/03_stage_profiling.py                     # paper: Qwen3-VL 2B/4B/8B checkpoints, GPU
     python experiments/03_stage_profiling.py --random-weights    # the same shapes, random weights (no hub)
-    python experiments/03_stage_profiling.py --preset cpu        # 2B shape, random weights, bf16, CPU
+    python experiments/03_stage_profiling.py --preset cpu        # tiny-small and tiny-large, as 10_mai's cpu preset
+    python experiments/03_stage_profiling.py --preset cpu --models qwen3-vl-2b --dtype bf16 --question-tokens 32
+        # the 2B shape with random weights on a CPU (2-5 minutes on 2 cores, model build included)
     python experiments/03_stage_profiling.py --output-tokens 16,64,256 --runs 10
 
 Presets: paper = the three checkpoints, 5 warm-up + 100 timed runs at each of 16, 64 and 256 output
-tokens, dtype auto (bf16 on a GPU). cpu = the 2B shape with random weights in bf16, 1 warm-up + 3 timed
-runs, 16 output tokens: 2-5 minutes on 2 cores, model build included (on a CPU shared with other
-processes, --threads 1 avoids oversubscribing it). Both: a 448x448 image (196 image tokens), 32-token question.
+tokens and 32- and 1024-token questions (a 448x448 image: 196 image tokens), dtype auto (bf16 on a GPU).
+cpu = what 10_mai's cpu preset runs, so that the latency model can be checked against it: tiny-small and
+tiny-large with random weights, dtype auto (fp32 on a CPU), a 128x128 image (16 image tokens, 10_mai's
+--max-pixels), 8- and 128-token questions, 8/16/32 output tokens (its --simple-tokens, --answer-tokens,
+--think-tokens), 1 warm-up + 3 timed runs: about a minute on 2 cores. On a CPU shared with other
+processes, --threads 1 avoids oversubscribing it.
 
 Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
 paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and
@@ -54,27 +63,34 @@ from mai.generation import HFGenerator, Request  # noqa: E402
 from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "03_stage_profiling"
-SIMULATED = dict(image_size="448x448", question_tokens=32)  # 448x448 -> 196 image tokens (patch 16, merge 2)
 PRESETS = {
+    # 448x448 -> 196 image tokens (patch 16, merge 2). Two question lengths: the latency model needs a line,
+    # and reasoning transfer prompts carry hundreds of reasoning tokens.
     "paper": cli.Preset(cli.PAPER_MODELS, (), limit=None, extra=dict(
-        runs=100, warmup=5, dtype="auto", output_tokens=[16, 64, 256], **SIMULATED)),
-    # The 2B shape only: the 8B shape needs ~17 GB in bf16 and ~1 s per decoded token on a CPU.
-    "cpu": cli.Preset(("qwen3-vl-2b",), (), limit=None, extra=dict(
-        runs=3, warmup=1, dtype="bf16", output_tokens=[16], **SIMULATED)),
+        runs=100, warmup=5, dtype="auto", output_tokens=[16, 64, 256], image_size="448x448",
+        question_tokens=[32, 1024])),
+    # What experiments/10_mai.py --preset cpu runs (models, dtype, image size, output lengths), so the latency
+    # model fitted here can be checked against it. 8 + 16 image tokens + template ~ its Simple prompts;
+    # 128 ~ its transfer prompts (Simple prompt + 32 reasoning tokens, with the transfer wrapper).
+    "cpu": cli.Preset(cli.CPU_MODELS, (), limit=None, extra=dict(
+        runs=3, warmup=1, dtype="auto", output_tokens=[8, 16, 32], image_size="128x128",
+        question_tokens=[8, 128])),
 }
 # Ordinary words for the simulated question; cycled until the question has the asked-for token count.
 WORDS = ("what is the value of the tallest bar in the chart and how does it compare with the other bars "
          "shown for each year in the picture").split()
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(t) for t in cli.csv_list(text)]
-    except ValueError:
-        raise MaiError(f"--output-tokens wants comma-separated positive integers, got '{text}'") from None
-    if not values or min(values) < 1:
-        raise MaiError(f"--output-tokens wants comma-separated positive integers, got '{text}'")
-    return values
+def _ints(flag: str):
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(t) for t in cli.csv_list(text)]
+        except ValueError:
+            raise MaiError(f"{flag} wants comma-separated positive integers, got '{text}'") from None
+        if not values or min(values) < 1:
+            raise MaiError(f"{flag} wants comma-separated positive integers, got '{text}'")
+        return values
+    return parse
 
 
 def image_size(text: str) -> tuple[int, int]:
@@ -168,26 +184,34 @@ class PeakMemory:
         return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, kB on Linux
 
 
-def run_key(label: str, output_tokens: int, warmup: bool, index: int) -> str:
-    return row_key(label, output_tokens, "warmup" if warmup else "run", index)
+def run_key(label: str, question_tokens: int, output_tokens: int, warmup: bool, index: int) -> str:
+    return row_key(label, f"q{question_tokens}", output_tokens, "warmup" if warmup else "run", index)
 
 
-def profile_model(store, loaded, args, question: str, image, extra: dict) -> int:
-    """Warm-up, then the pending timed runs, per output length; returns how many rows were written."""
+def settings(args) -> list[tuple[int, int]]:
+    """(question tokens, output tokens) pairs, each profiled apart; every prompt length comes early, so a run
+    cut short still has the two the latency model needs to fit prefill as a line."""
+    return [(q, n) for n in args.output_tokens for q in args.question_tokens]
+
+
+def profile_model(store, loaded, args, questions: dict[int, tuple[str, int]], image, extra: dict) -> int:
+    """Warm-up, then the pending timed runs, per question length and output length; returns how many rows
+    were written. `questions` maps each asked-for question length to (text, its tokens)."""
     generate = HFGenerator(loaded, args.seed).generate
     memory = PeakMemory(loaded.device)
     written = 0
-    for n in args.output_tokens:
-        if not store.pending(run_key(loaded.label, n, False, j) for j in range(args.runs)):
+    for q, n in settings(args):
+        if not store.pending(run_key(loaded.label, q, n, False, j) for j in range(args.runs)):
             continue
+        question, q_tokens = questions[q]
         # Warm-ups run again on a resume (their rows are not written twice): timed runs need a warm process.
         plan = [(True, j) for j in range(args.warmup)] + [(False, j) for j in range(args.runs)]
-        for warmup, j in tqdm(plan, desc=f"{loaded.label} {n} tokens", unit="run", leave=False):
-            key = run_key(loaded.label, n, warmup, j)
+        for warmup, j in tqdm(plan, desc=f"{loaded.label} q{q} {n} tokens", unit="run", leave=False):
+            key = run_key(loaded.label, q, n, warmup, j)
             if not warmup and store.done(key):
                 continue
             row = dict(key=key, model=loaded.label, spec=loaded.spec, warmup=warmup, run_index=j,
-                       requested_output_tokens=n, **extra)
+                       requested_output_tokens=n, question_tokens=q_tokens, **extra)
             try:
                 before = memory.start()
                 result = generate(Request(question=question, images=[image], mode="simple",
@@ -213,8 +237,10 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, help="untimed warm-up runs before them (rows flagged warmup=True)")
     p.add_argument("--image-size", help="simulated image WIDTHxHEIGHT (default 448x448: 196 image tokens); "
                    "multiples of 32 are kept exactly, others are resized as the processor does")
-    p.add_argument("--question-tokens", type=int, help="tokens in the simulated question (default 32)")
-    p.add_argument("--output-tokens", type=_ints, help="forced output length(s), comma-separated; several "
+    p.add_argument("--question-tokens", type=_ints("--question-tokens"), help="tokens in the simulated "
+                   "question, comma-separated: each length is profiled apart, and two or more let the latency "
+                   "model fit prefill time as a line in prompt tokens (paper preset: 32,1024)")
+    p.add_argument("--output-tokens", type=_ints("--output-tokens"), help="forced output length(s), comma-separated; several "
                    "values plot latency against output length (paper preset: 16,64,256)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own, one per core); on a "
                    "CPU shared with other processes, fewer threads avoid oversubscription")
@@ -224,8 +250,8 @@ def main(argv=None):
     if args.benchmarks or args.data_files or args.limit:
         raise MaiError("03_stage_profiling runs on simulated inputs: --benchmarks, --limit and --data-files "
                        "do not apply (see --image-size, --question-tokens, --output-tokens)")
-    if args.runs < 1 or args.warmup < 0 or args.question_tokens < 1:
-        raise MaiError("--runs and --question-tokens must be at least 1, --warmup at least 0")
+    if args.runs < 1 or args.warmup < 0:
+        raise MaiError("--runs must be at least 1, --warmup at least 0")
     if args.threads:
         torch.set_num_threads(args.threads)
     width, height = image_size(args.image_size)
@@ -238,20 +264,20 @@ def main(argv=None):
     written = 0
     for spec in specs:
         label = models.model_label(spec)
-        if not any(store.pending(run_key(label, n, False, j) for j in range(args.runs))
-                   for n in args.output_tokens):
+        if not any(store.pending(run_key(label, q, n, False, j) for j in range(args.runs))
+                   for q, n in settings(args)):
             continue  # finished in an earlier invocation: no need to build it
         t0 = time.perf_counter()
         loaded = models.load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
                                    seed=args.seed, **pixels)
         build_s = time.perf_counter() - t0
         image = simulated_image(width, height, args.seed)
-        question, q_tokens = simulated_question(loaded.tokenizer, args.question_tokens)
-        extra = dict(image_size=[width, height], image_tokens=image_tokens(loaded, image), question_tokens=q_tokens)
+        questions = {q: simulated_question(loaded.tokenizer, q) for q in args.question_tokens}
+        extra = dict(image_size=[width, height], image_tokens=image_tokens(loaded, image))
         described[loaded.label] = {**loaded.describe(), "build_s": round(build_s, 3),
                                    "torch_threads": torch.get_num_threads(), **extra}
         store.write_json("models.json", described)
-        written += profile_model(store, loaded, args, question, image, extra)
+        written += profile_model(store, loaded, args, questions, image, extra)
         models.free(loaded)
 
     outputs = table03.build(store.dir, args.report_dir)

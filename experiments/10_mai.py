@@ -18,6 +18,19 @@ the batch size); --shard I/N runs one of N shards, merged by `python -m analysis
 
     python experiments/10_mai.py --backend vllm --order stage --shard 0/8     # one of 8 GPUs
 
+Timing studies (random weights never agree, so the route fractions cannot come from the models): with
+--force-routes simple=0.55,reasoning=0.15,transfer=0.30 each example's route is drawn from these fractions
+(deterministically from its id, mai.forced), the cascade makes every real call of that route, and every
+call of every system decodes exactly its limit (--simple-tokens, --think-tokens, --answer-tokens). With
+--latency-profile RUN (an experiments/03 run of the same models on the same machine), the table puts the
+latency model's prediction (analysis/latency_model.py) beside each measured latency.
+
+    python experiments/10_mai.py --preset cpu --force-routes simple=0.55,reasoning=0.15,transfer=0.30 \
+        --latency-profile runs/03_stage_profiling/cpu --run-name cpu-forced
+
+One untimed call of each model (a short Simple answer to the first example) comes before the timed rows,
+so one-time costs (allocator, kernel selection, lazy initialisation) stay out of them.
+
 Writes runs/10_mai/<run>/, paper_tables/table10_mai*.{md,tex} and figures/table10_mai*.png; resumes.
 """
 from __future__ import annotations
@@ -33,8 +46,11 @@ from mai import MaiError, cli, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
-from mai.data import load_benchmark  # noqa: E402
-from mai.evaluate import cascade_system, isolated, model_system, run_systems, transfer_system  # noqa: E402
+from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.evaluate import (cascade_system, check_example, isolated, model_system, request_for,  # noqa: E402
+                          run_systems, transfer_system)
+from mai.forced import ForcedLengths, forced_cascade_system, parse_fractions  # noqa: E402
+from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "10_mai"
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
@@ -55,6 +71,14 @@ def main(argv=None):
     cli.add_scale_flags(p)
     p.set_defaults(verify=None)  # Table 10 runs both variants unless --verify names one
     p.add_argument("--systems", type=cli.csv_list, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
+    g = p.add_argument_group("timing studies")
+    g.add_argument("--force-routes", type=parse_fractions, metavar="simple=F,reasoning=F,transfer=F",
+                   help="draw each example's MAI route from these fractions instead of letting the models "
+                        "decide, and force every call's output length to its limit (latency only: accuracies "
+                        "and routes of such a run are not MAI's)")
+    g.add_argument("--latency-profile", nargs="+", metavar="RUN", help="experiments/03 run(s) of the same models on "
+                   "this machine (several are pooled): the table gives the latency model's prediction beside each "
+                   "measured latency")
     args = cli.parse(p, PRESETS, argv)
     args.models = [args.small, args.large]
     unknown = set(args.systems) - set(SYSTEMS)
@@ -65,12 +89,22 @@ def main(argv=None):
     config = cli.cascade_config(args)
     args.verify = variants  # config.json records every variant run
     cli.check_scale(args)
+    if args.force_routes and args.order == "stage":
+        raise MaiError("--force-routes is a batch-1 latency study: run it with --order example")
+    if args.latency_profile:
+        args.latency_profile = [str(Path(p).resolve()) for p in args.latency_profile]
+        for path in args.latency_profile:
+            if not (Path(path) / "results.jsonl").exists():
+                raise MaiError(f"--latency-profile {path}: not a run directory of experiments/03_stage_profiling.py "
+                               "(no results.jsonl)")
     examples = cli.shard_examples([ex for name in args.benchmarks
                                    for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
                                   args.shard)
     store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
 
     small, large = cli.scale_generators(args, store, config)
+    if args.force_routes:
+        small, large = ForcedLengths(small), ForcedLengths(large)
     S, L = models.model_label(args.small), models.model_label(args.large)
     think, simple = args.think_tokens, args.simple_tokens
 
@@ -90,12 +124,16 @@ def main(argv=None):
                              model_batch_system(small, "small", "think", think, simple))],
         "Full RT": lambda: [({"system": "Full RT", "kind": "Full RT"}, transfer_system(small, large, think, simple),
                              transfer_batch_system(small, large, think, simple))],
-        "MAI": lambda: [({"system": MAI_LABELS[v], "kind": "MAI", "verify": v}, cascade_system(mai(v), simple),
+        "MAI": lambda: [({"system": MAI_LABELS[v], "kind": "MAI", "verify": v},
+                         forced_cascade_system(mai(v), args.force_routes, args.seed, simple) if args.force_routes
+                         else cascade_system(mai(v), simple),
                          cascade_batch_system(mai(v), simple)) for v in variants],
     }
     # Isolation: every system starts each example (or batch) with both engines' caches emptied.
     systems = [(fields, isolated(one, (small, large)), isolated(many, (small, large)))
                for s in args.systems for fields, one, many in builders[s]()]
+    if examples and store.pending(row_key(ex.id, *fields.values()) for ex in examples for fields, _, _ in systems):
+        warm_up(examples[0], small, large)
     if args.order == "stage":
         run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems")
     else:
@@ -104,6 +142,17 @@ def main(argv=None):
 
     outputs = table10.build(store.dir, args.report_dir)
     cli.finish(store, tracker, outputs)
+
+
+def warm_up(example, *generators) -> None:
+    """One short untimed Simple answer of each model, so one-time costs stay out of the timed rows."""
+    bench = get_benchmark(example.benchmark)
+    try:
+        images = check_example(example)
+    except ValueError:
+        return  # the example's error row will say why; the first timed call then warms up instead
+    for gen in generators:
+        gen.generate(request_for(example, bench, images, "simple", 2, 2))
 
 
 if __name__ == "__main__":

@@ -151,7 +151,12 @@ class Cascade:
         calls.append(Call(role, self.names[role], mode or request.mode, result.summary(), answer))
         return result, answer
 
-    def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int) -> Trace:
+    def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int,
+               route: str | None = None) -> Trace:
+        """route: force the decision (timing studies, mai.forced): every call of the stages up to that route
+        is made as usual, and the cascade ends there whatever the answers say."""
+        if route is not None and route not in ROUTES:
+            raise ValueError(f"a forced route must be one of {ROUTES}, got {route!r}")
         cfg, calls = self.config, []
         t0 = time.perf_counter()
         match = self.matcher(metric, question)
@@ -160,14 +165,14 @@ class Cascade:
         # (i) mutual verification at the Simple prompt.
         _, small_answer = self._call("small", Request(**ask, **simple), calls, match)
         large, large_answer = self._call("large", Request(**ask, **simple), calls, match)
-        if match.agree(small_answer, large_answer):
+        if self._ends("simple", route, match.agree(small_answer, large_answer)):
             return self._trace("simple", large, metric, calls, t0)
         # (ii) the small model reasons; its answer, from the second stage or read off the reasoning, is verified.
         thought, small_answer = self._call("small", self.think_request(ask), calls, match, reasoning=True)
         second = None
         if cfg.verify == "answer":
             second, small_answer = self._call("small", self.second_stage_request(ask, thought), calls, match)
-        if match.agree(small_answer, large_answer):
+        if self._ends("reasoning", route, match.agree(small_answer, large_answer)):
             return self._trace("reasoning", large, metric, calls, t0)
         # (iii) reasoning transfer to the large model's Simple prompt.
         context, kept, n_reasoning, capture = self.reasoning_context(thought, second, post_prompt)
@@ -178,6 +183,11 @@ class Cascade:
         trace = self._trace("transfer", final, metric, calls, t0)
         trace.kept_tokens, trace.reasoning_tokens = kept, n_reasoning
         return trace
+
+    @staticmethod
+    def _ends(stage: str, route: str | None, agreed: bool) -> bool:
+        """Whether the cascade ends at this stage: the answers agree, or the forced route is this stage."""
+        return route == stage if route is not None else agreed
 
     @staticmethod
     def _trace(route, result: Result, metric: str, calls, t0) -> Trace:

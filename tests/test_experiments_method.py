@@ -35,9 +35,12 @@ def test_table10_cpu_sparse_routes_sum_to_one(tmp_path, experiment):
         modes = [c["mode"] for c in r["trace"]]
         two_stage = ["think", "answer"] if r["verify"] == "answer" else ["think"]
         assert modes == {"simple": ["simple", "simple"], "reasoning": ["simple", "simple", *two_stage],
-                         "transfer": ["simple", "simple", *two_stage, "attention", "transfer"]}[r["route"]]
+                         # verify=answer captures attention inside the second stage's prefill; the simplified
+                         # framework has no second stage, so one suffix-only forward on the kept cache does it.
+                         "transfer": ["simple", "simple", *two_stage, *(["attention"] if r["verify"] == "reasoning"
+                                                                         else []), "transfer"]}[r["route"]]
         for c in r["trace"]:
-            if c["mode"] == "answer":
+            if c["mode"] in ("answer", "attention"):
                 think = next(x["result"] for x in r["trace"] if x["mode"] == "think")
                 assert c["result"]["cached_tokens"] == think["input_tokens"] + think["output_tokens"] - 1 > 0
             else:

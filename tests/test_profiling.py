@@ -112,3 +112,13 @@ def test_help(script, capsys):
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and "Table 3" in out and "Table 4" in out
     assert "--output-tokens" in out and "--random-weights" in out and "--preset" in out
+
+
+def test_decode_floor_on_a_known_gpu():
+    from analysis.table03 import decode_floor, memory_bandwidth
+
+    assert memory_bandwidth("NVIDIA H200") == 4.8e12 and memory_bandwidth(None) is None
+    assert memory_bandwidth("NVIDIA GeForce RTX 4090") is None  # unknown: no floor rather than a wrong one
+    # 2.4e9 bf16 parameters read once per token at 4.8 TB/s: 1 ms.
+    assert decode_floor(dict(parameters=2.4e9, dtype="bfloat16"), 4.8e12) == pytest.approx(2.4e9 * 2 / 4.8e12)
+    assert decode_floor(dict(parameters=2.4e9, dtype="bfloat16"), None) is None
