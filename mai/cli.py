@@ -91,12 +91,13 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
 
 
 def run(main: Callable[[], object]) -> None:
-    """Call an experiment's main(): a user mistake becomes one line and exit code 2, not a traceback."""
+    """Call an experiment's main(): a user mistake becomes one line, not a traceback, and exit status 2
+    (a flag) or 1 (the machine: a file, a directory, another process)."""
     try:
         main()
     except MaiError as err:
         print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(err.exit_status)
     except KeyboardInterrupt:
         print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
         sys.exit(130)
