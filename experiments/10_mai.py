@@ -52,10 +52,11 @@ def main(argv=None):
         raise MaiError(f"unknown system(s) {', '.join(sorted(unknown))}; choose from: {', '.join(SYSTEMS)}")
     config = cli.cascade_config(args)
     cli.check_scale(args)
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args, cascade=config.to_dict())
     examples = cli.shard_examples([ex for name in args.benchmarks
                                    for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
                                   args.shard)
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade=config.to_dict())
 
     small, large = cli.scale_generators(args, store, config)
     S, L = models.model_label(args.small), models.model_label(args.large)
