@@ -93,9 +93,9 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
     """Parse, fill every flag the user left out from the chosen preset, then check them all (check_args):
     a mistake stops the run here, before any model or dataset loads."""
     args = p.parse_args(argv)
-    for flag in ("models", "benchmarks"):
-        if getattr(args, flag) == []:  # given, but only commas and spaces: not "the preset's"
-            raise MaiError(f"--{flag} is empty; give a comma-separated list (see --help)")
+    for name, value in vars(args).items():  # --benchmarks , is an empty list given, not "the preset's"
+        if value == []:
+            raise MaiError(f"{_flag(name)} is empty; give a comma-separated list (see --help)")
     preset = presets[args.preset]
     args.models = args.models if args.models is not None else list(preset.models)
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
@@ -181,9 +181,7 @@ def _layers_given(args: argparse.Namespace) -> list[tuple[str, int]]:
 
 
 def check_layer_flags(args: argparse.Namespace) -> None:
-    """Layers as numbers: a non-empty --layers, no negative layer (the model's own count comes later)."""
-    if getattr(args, "layers", None) == []:
-        raise MaiError("--layers is empty; give comma-separated layers, or leave it out for every layer")
+    """Layers as numbers: no negative layer (the model's own count comes later)."""
     for flag, layer in _layers_given(args):
         if layer < 0:
             raise MaiError(f"{flag} {layer} is outside the small model's layers (layers count from 0)")

@@ -24,6 +24,7 @@ CASES = [  # script, flags, the one line expected on stderr (its start), exit st
      "error: unknown benchmark 'chartqb'", 2),
     ("10_mai", ["--preset", "cpu", "--small", "tiny-medium"], "error: unknown model 'tiny-medium' (--small)", 2),
     ("07_prompt_modes", ["--preset", "cpu", "--modes", "simple,thinking"], "error: --modes wants", 2),
+    ("10_mai", ["--preset", "cpu", "--systems", ","], "error: --systems is empty", 2),
     ("09_layer_ablation", ["--preset", "cpu", "--layers", "2,7"],
      "error: --layers 7 is outside the small model's layers 0..3", 2),
     ("10_mai", ["--preset", "cpu", "--transfer", "sparse", "--sparse-layer", "4"],
