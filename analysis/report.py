@@ -12,7 +12,10 @@ import pandas as pd
 
 from mai import metrics
 from mai.data import get_benchmark
-from mai.results import CONFIG, read_rows
+from mai.results import CONFIG, read_results
+
+# What load_run had to drop to count every example once; write_table puts it in the table's first line.
+ROWS_READ = "rows_read"
 
 
 def load_run(run_dir) -> tuple[dict, list[dict], dict]:
@@ -20,7 +23,22 @@ def load_run(run_dir) -> tuple[dict, list[dict], dict]:
     config = json.loads((run_dir / CONFIG).read_text())
     models_path = run_dir / "models.json"
     described = json.loads(models_path.read_text()) if models_path.exists() else {}
-    return config, read_rows(run_dir), described
+    read = read_results(run_dir)  # one row per key: a run written twice never counts an example twice
+    config[ROWS_READ] = dict(duplicates=read.duplicates, damaged_lines=read.damaged)
+    return config, read.rows, described
+
+
+def dropped_note(config: dict) -> str:
+    """What reading the run dropped (duplicate rows, damaged lines), for a table's first line; '' if nothing."""
+    read = config.get(ROWS_READ) or {}
+    parts = []
+    if read.get("duplicates"):
+        parts.append(f"{read['duplicates']} duplicate row(s) dropped: the last complete row of each key counts")
+    if read.get("damaged_lines"):
+        lines = read["damaged_lines"]
+        parts.append(f"{len(lines)} damaged line(s) of results.jsonl skipped (line {', '.join(map(str, lines[:10]))}"
+                     f"{', ...' if len(lines) > 10 else ''})")
+    return f" [{'; '.join(parts)}]" if parts else ""
 
 
 def suffix(config: dict) -> str:
@@ -126,6 +144,7 @@ def write_table(df: pd.DataFrame, report_dir, name: str, config: dict, note: str
     out.mkdir(parents=True, exist_ok=True)
     md_path, tex_path = (out / f"{name}{suffix(config)}{ext}" for ext in (".md", ".tex"))
     df = df.astype(object).where(df.notna(), None)  # missing values print as "-", not "nan"
+    caption += dropped_note(config)
     md_path.write_text(f"# {caption}\n\n{note}\n\n"
                        + df.to_markdown(index=False, floatfmt=floatfmt, missingval="-") + "\n")
     tex_path.write_text(df.to_latex(index=False, float_format=lambda v: format(v, floatfmt), na_rep="-",

@@ -35,9 +35,10 @@ def main(argv=None, doc=__doc__):
     p.add_argument("--think-tokens", type=int, help="max new tokens with the Think prompt (paper: 1024)")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     args = cli.parse(p, PRESETS, argv)
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args)
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
-    store, tracker = cli.open_run(EXPERIMENT, args)
     for spec in args.models:
         if not store.pending(row_key(ex.id, models.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it

@@ -40,9 +40,10 @@ def main(argv=None):
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     args = cli.parse(p, PRESETS, argv)
     args.models = [m for m in (args.small, args.mid, args.large) if m]
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args)
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
-    store, tracker = cli.open_run(EXPERIMENT, args)
 
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)

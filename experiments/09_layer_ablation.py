@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import table09  # noqa: E402
-from mai import cli, models, prompts  # noqa: E402
+from mai import MaiError, cli, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
 from mai.data import load_benchmark  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
@@ -57,7 +57,7 @@ def main(argv=None):
     p = cli.parser(__doc__, PRESETS)
     p.add_argument("--small", help="the model whose reasoning is ranked by its attention")
     p.add_argument("--large", help="the model that receives the sparse reasoning")
-    p.add_argument("--layers", type=lambda s: [int(x) for x in cli.csv_list(s)], help="layers (default: all)")
+    p.add_argument("--layers", type=cli.int_list, help="layers (default: all)")
     p.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (paper: 0.8)")
     p.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation")
     p.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"], help="sink handling")
@@ -68,9 +68,10 @@ def main(argv=None):
     if args.preset == "cpu-real":
         return real_attention(args)
     args.models = [args.small, args.large]
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args)
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
-    store, tracker = cli.open_run(EXPERIMENT, args)
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)
     n_layers = small.loaded.model.config.text_config.num_hidden_layers
@@ -115,6 +116,10 @@ def real_attention(args):
     store, tracker = cli.open_run(EXPERIMENT, args)
     lm = models.load_text_model(args.small, device=args.device, attn_implementation=args.attn)
     cli.record_model(store, lm.label, lm.describe())
+    n_layers = lm.model.config.num_hidden_layers  # a text model: no architecture config to read beforehand
+    for layer in args.layers or []:
+        if layer >= n_layers:
+            raise MaiError(f"--layers {layer} is outside the small model's layers 0..{n_layers - 1}")
     tok = lm.tokenizer
     questions = TEXT_QUESTIONS[: args.limit]
     for i, question in enumerate(tqdm(questions, desc="questions")):

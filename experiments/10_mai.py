@@ -97,10 +97,11 @@ def main(argv=None):
             if not (Path(path) / "results.jsonl").exists():
                 raise MaiError(f"--latency-profile {path}: not a run directory of experiments/03_stage_profiling.py "
                                "(no results.jsonl)")
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
     examples = cli.shard_examples([ex for name in args.benchmarks
                                    for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
                                   args.shard)
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
 
     small, large = cli.scale_generators(args, store, config)
     if args.force_routes:

@@ -60,9 +60,10 @@ def main(argv=None):
     args.draft, args.target = args.draft or args.models[0], args.target or args.models[-1]
     args.models = [args.draft, args.target]
     cascade_config = CascadeConfig(think_tokens=args.think_tokens, transfer="full")
+    # The run directory first: a second process on it stops here, before any data loads.
+    store, tracker = cli.open_run(EXPERIMENT, args, cascade=cascade_config.to_dict())
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade=cascade_config.to_dict())
 
     draft_model = cli.load(args.draft, args, store)
     target_model = cli.load(args.target, args, store)

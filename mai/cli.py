@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Callable
 
-from mai import MaiError
+from mai import MaiEnvironmentError, MaiError
 
 PAPER_MODELS = ("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-8B-Instruct")
 PAPER_BENCHMARKS = ("chartqa", "pope", "infovqa", "realworldqa", "mmbench")
@@ -36,6 +38,21 @@ def csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def int_list(text: str) -> list[int]:
+    """'10,11,12' -> [10, 11, 12] (layers)."""
+    try:
+        return [int(t) for t in csv_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants comma-separated integers, got '{text}'") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's own complaints (a bad choice, a number that is not one) in one line too, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def _data_files(items: list[str] | None) -> dict[str, str]:
     out = {}
     for item in items or []:
@@ -47,7 +64,7 @@ def _data_files(items: list[str] | None) -> dict[str, str]:
 
 
 def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(presets), default="paper",
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's)")
@@ -76,11 +93,15 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
 
 
 def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> argparse.Namespace:
-    """Parse, then fill every flag the user left out from the chosen preset."""
+    """Parse, fill every flag the user left out from the chosen preset, then check them all (check_args):
+    a mistake stops the run here, before any model or dataset loads."""
     args = p.parse_args(argv)
+    for name, value in vars(args).items():  # --benchmarks , is an empty list given, not "the preset's"
+        if value == []:
+            raise MaiError(f"{_flag(name)} is empty; give a comma-separated list (see --help)")
     preset = presets[args.preset]
-    args.models = args.models or list(preset.models)
-    args.benchmarks = args.benchmarks or list(preset.benchmarks)
+    args.models = args.models if args.models is not None else list(preset.models)
+    args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
         args.limit = preset.limit
     for key, value in preset.extra.items():
@@ -88,18 +109,163 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
             setattr(args, key, value)
     args.run_name = args.run_name or args.preset
     args.data_files = _data_files(args.data_files)
-    if args.limit is not None and args.limit <= 0:
-        raise MaiError("--limit must be a positive number of examples")
+    check_args(args)
     return args
 
 
+# -- every flag checked before anything loads: one function per concern ----------------------------------
+
+# Flags that count something (tokens, examples, pixels, GPUs): each must be at least 1 when given.
+AT_LEAST_ONE = ("limit", "think_tokens", "simple_tokens", "answer_tokens", "num_assistant_tokens", "batch_size",
+                "tensor_parallel", "max_pixels", "max_model_len", "runs", "question_tokens")
+# Fractions in (0, 1]: the attention mass sparse transfer keeps (the paper's delta), vLLM's memory share.
+FRACTIONS = ("delta", "gpu_memory_utilization")
+MODEL_FLAGS = ("models", "small", "mid", "large", "draft", "target")
+MODES = ("simple", "think")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Every flag this script has, in order: names, numbers, layers' form, shard, files, directories, and
+    last the layers against the small model's config (which may need the hub)."""
+    check_names(args)
+    check_counts(args)
+    check_layer_flags(args)
+    if getattr(args, "shard", None) is not None:
+        parse_shard(args.shard)
+    check_data_files(args)
+    for name in ("out", "report_dir"):
+        if getattr(args, name, None) is not None:
+            check_writable(getattr(args, name), _flag(name))
+    check_layers_exist(args)
+
+
+def check_names(args: argparse.Namespace) -> None:
+    """Benchmarks, models and prompt modes that exist."""
+    from mai.data import get_benchmark
+    from mai.models import ARCHITECTURES, TEXT_CHECKPOINTS, is_local_or_hub_id
+
+    for name in args.benchmarks:
+        get_benchmark(name)
+    for flag in MODEL_FLAGS:
+        value = getattr(args, flag, None)
+        for spec in value if isinstance(value, list) else [value]:
+            if spec is None or (flag == "mid" and spec == ""):  # --mid '' skips the middle model
+                continue
+            if not (spec in ARCHITECTURES or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
+                raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
+                               f"a local checkpoint directory, or a random-weight architecture: "
+                               f"{', '.join(ARCHITECTURES)}")
+    modes = getattr(args, "modes", None)
+    if modes is not None and (not modes or set(modes) - set(MODES)):
+        raise MaiError(f"--modes wants a comma-separated subset of {', '.join(MODES)}, got '{','.join(modes)}'")
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Token counts and other counts at least 1; fractions in (0, 1]."""
+    for name in AT_LEAST_ONE:
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise MaiError(f"{_flag(name)} must be at least 1, got {value}")
+    for name in FRACTIONS:
+        value = getattr(args, name, None)
+        if value is not None and not 0 < value <= 1:  # NaN fails too
+            raise MaiError(f"{_flag(name)} must lie in (0, 1], got {value}")
+
+
+def _layers_given(args: argparse.Namespace) -> list[tuple[str, int]]:
+    given = [("--layers", layer) for layer in getattr(args, "layers", None) or []]
+    if getattr(args, "sparse_layer", None) is not None:
+        given.append(("--sparse-layer", args.sparse_layer))
+    return given
+
+
+def check_layer_flags(args: argparse.Namespace) -> None:
+    """Layers as numbers: no negative layer (the model's own count comes later)."""
+    for flag, layer in _layers_given(args):
+        if layer < 0:
+            raise MaiError(f"{flag} {layer} is outside the small model's layers (layers count from 0)")
+
+
+def check_layers_exist(args: argparse.Namespace) -> None:
+    """--layers and --sparse-layer within the small model, read off its config without its weights. A
+    checkpoint whose config cannot be read here (no hub) is checked again once loaded (check_sparse_layer)."""
+    given = _layers_given(args)
+    if not given or not getattr(args, "small", None):
+        return
+    n_layers = text_layers(args.small)
+    for flag, layer in given:
+        if n_layers is not None and layer >= n_layers:
+            raise MaiError(f"{flag} {layer} is outside the small model's layers 0..{n_layers - 1}")
+
+
+def check_parquet(name: str, path: str) -> None:
+    """A parquet file with the benchmark's columns, from its schema alone (no rows are read)."""
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    from mai.data import _REQUIRED_COLUMNS, get_benchmark
+
+    if not Path(path).is_file():
+        what = "is a directory, not a parquet file" if Path(path).is_dir() else "does not exist"
+        raise MaiEnvironmentError(f"--data-files {name}={path} {what}")
+    try:
+        names = pq.read_schema(path).names
+    except OSError as err:  # no permission, an I/O error
+        reason = os.strerror(err.errno) if err.errno else str(err).splitlines()[0]
+        raise MaiEnvironmentError(f"--data-files {name}={path} cannot be read ({reason})") from None
+    except pyarrow.ArrowException as err:
+        raise MaiEnvironmentError(f"--data-files {name}={path} is not a parquet file "
+                                  f"({str(err).splitlines()[0]})") from None
+    missing = [c for c in _REQUIRED_COLUMNS[name] if c not in names]
+    if missing:
+        raise MaiEnvironmentError(f"--data-files {name}={path} lacks column(s) {', '.join(missing)} of the "
+                                  f"{get_benchmark(name).hub_path} schema (has: {', '.join(names)})")
+
+
+def check_data_files(args: argparse.Namespace) -> None:
+    """Each --data-files BENCHMARK=PATH: a hub benchmark of this run, each file it names readable parquet
+    with that benchmark's columns."""
+    from mai.data import get_benchmark
+
+    for name, pattern in args.data_files.items():
+        if get_benchmark(name).synthetic:
+            raise MaiError(f"--data-files {name}=...: {name} is generated locally; data files do not apply to it")
+        if name not in args.benchmarks:
+            raise MaiError(f"--data-files names {name}, which this run does not evaluate "
+                           f"(--benchmarks {','.join(args.benchmarks) or '(none)'})")
+        if "://" in pattern:  # a remote path (hf://, s3://) is left to datasets
+            continue
+        files = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+        if not files:
+            raise MaiEnvironmentError(f"--data-files {name}={pattern} matches no file")
+        for path in files:
+            check_parquet(name, path)
+
+
+def check_writable(path: str, flag: str) -> None:
+    """A directory that exists and can be written, or can be created: checked without creating it."""
+    target = Path(path)
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # the nearest ancestor that exists
+    if not existing.is_dir():
+        raise MaiEnvironmentError(f"{flag} {path} cannot be created: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise MaiEnvironmentError(f"{flag} {path} cannot be written: no write permission on {existing}")
+
+
 def run(main: Callable[[], object]) -> None:
-    """Call an experiment's main(): a user mistake becomes one line and exit code 2, not a traceback."""
+    """Call an experiment's main(): a user mistake becomes one line, not a traceback, and exit status 2
+    (a flag) or 1 (the machine: a file, a directory, another process)."""
     try:
         main()
     except MaiError as err:
         print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(err.exit_status)
     except KeyboardInterrupt:
         print("interrupted: finished rows are saved; run the same command again to resume", file=sys.stderr)
         sys.exit(130)
@@ -177,7 +343,7 @@ def cascade_config(args: argparse.Namespace):
     if args.transfer == "sparse":
         if args.sparse_layer is None:
             raise MaiError("--transfer sparse needs --sparse-layer L (the paper uses L10-L14 of the 2B)")
-        if not 0 < args.delta <= 1:
+        if not 0 < args.delta <= 1:  # parse() checked it already; `python -m mai answer` parses on its own
             raise MaiError(f"--delta must lie in (0, 1], got {args.delta}")
         sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink)
     return CascadeConfig(think_tokens=args.think_tokens, answer_tokens=args.answer_tokens, verify=args.verify,
@@ -321,8 +487,9 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
 
     from mai.vllm_backend import VLLMGenerator
 
-    if config is not None and config.sparse is not None:
-        check_sparse_layer(config, _text_layers(args.small))
+    n_layers = text_layers(args.small) if config is not None and config.sparse is not None else None
+    if n_layers is not None:
+        check_sparse_layer(config, n_layers)
     generators = []
     for spec in (args.small, args.large):
         gen = VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
@@ -334,13 +501,20 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
     return tuple(generators)
 
 
-def _text_layers(spec: str) -> int:
-    """Decoder layers of a model, from its config alone (no weights)."""
-    from mai.models import ARCHITECTURES, architecture_config
+def text_layers(spec: str) -> int | None:
+    """Decoder layers of a model, from its config alone (no weights); None when the config cannot be read
+    here (no route to the hub, not a Qwen3-VL spec): loading the model then says why in one line."""
+    from mai import hub
+    from mai.models import ARCHITECTURES, architecture_config, is_local_or_hub_id
 
     if spec in ARCHITECTURES:
         return architecture_config(spec).text_config.num_hidden_layers
+    if not is_local_or_hub_id(spec) or (not Path(spec).exists() and hub.unreachable() is not None):
+        return None
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(spec)
+    try:
+        config = AutoConfig.from_pretrained(spec)
+    except (OSError, ValueError, *hub.connection_errors()):
+        return None
     return getattr(config, "text_config", config).num_hidden_layers
