@@ -265,12 +265,14 @@ class VLLMGenerator:
             done = out.outputs[0]
             ids = list(done.token_ids)
             times, timed = stage_times(getattr(out, "metrics", None), wall, n)
+            n_out = output_length(ids, done.finish_reason, done.stop_reason, self.eos_token_ids)
+            # A closing stop token counts as output (it cost a decode step) but not as reasoning, as on
+            # the transformers backend (Result.stopped): output_length counted one if vLLM dropped it.
+            stopped = n_out > len(ids) or bool(ids and ids[-1] in self.eos_token_ids)
             result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
-                            input_tokens=len(out.prompt_token_ids or []),
-                            output_tokens=output_length(ids, done.finish_reason, done.stop_reason,
-                                                        self.eos_token_ids),
+                            input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out,
                             times=times, cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0),
-                            first_text=state.first_text)
+                            stopped=stopped, first_text=state.first_text)
             if not timed:
                 result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
             if batch:

@@ -296,3 +296,23 @@ def test_gpu_check_prints_prefix_hits_per_system(fake_vllm, capsys):
     before = engine.events.count("reset")
     orders = check.cascade_orders(small, large, limit=1, think=5, seed=0)
     assert engine.events.count("reset") == before + 2 and orders["identical"] == 2
+
+
+@pytest.mark.parametrize("keep_eos", [True, False])
+def test_a_closing_stop_token_is_output_but_not_reasoning(chart_image, fake_vllm, monkeypatch, keep_eos):
+    """As on the transformers backend: the stop token cost a decode step (output_tokens) but is not part of
+    the reasoning handed over (Result.stopped), whether vLLM keeps it in token_ids or drops it."""
+    generate = FakeLLM.generate
+
+    def stop_early(self, prompts, params, use_tqdm=True):
+        outs = generate(self, prompts, params, use_tqdm)
+        for out in outs:
+            done = out.outputs[0]
+            done.token_ids = done.token_ids[:2] + ([EOS[0]] if keep_eos else [])
+            done.finish_reason = "stop"
+        return outs
+
+    monkeypatch.setattr(FakeLLM, "generate", stop_early)
+    gen = VLLMGenerator("tiny-small", max_pixels=128 * 128, min_pixels=64 * 64)
+    result = gen.generate(Request("Which bar is tallest?", [chart_image], "think", POST, 8))
+    assert result.stopped and result.output_tokens == 3 and result.content_tokens == 2
