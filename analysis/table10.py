@@ -88,6 +88,9 @@ def build(run_dir, report_dir) -> dict:
              "emptied between systems, so all of it is reuse inside one query (MAI's second stage extends its "
              "first stage; on vLLM a later call of a query may also reuse an earlier call's prefix).")
     caption = "Table 10: MAI against single-model baselines and Full reasoning transfer"
+    agree = (config.get("cascade") or {}).get("agree")
+    if agree:  # the matcher decides every route (mai.answers; --agree)
+        caption += f" (agreement: {agree})"
     forced = config.get("force_routes")
     if forced:
         routes = ", ".join(f"{r} {forced[r]:.2f}" for r in ROUTES)

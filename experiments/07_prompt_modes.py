@@ -16,7 +16,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table07  # noqa: E402
 from mai import cli, models  # noqa: E402
-from mai.data import load_benchmark  # noqa: E402
 from mai.evaluate import evaluate_model  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -37,8 +36,7 @@ def main(argv=None, doc=__doc__):
     args = cli.parse(p, PRESETS, argv)
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    examples = cli.load_examples(args, store)
     for spec in args.models:
         if not store.pending(row_key(ex.id, models.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it

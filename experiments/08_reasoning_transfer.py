@@ -16,7 +16,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table08  # noqa: E402
 from mai import cli  # noqa: E402
-from mai.data import load_benchmark  # noqa: E402
 from mai.evaluate import model_system, run_systems, transfer_system  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 
@@ -42,8 +41,7 @@ def main(argv=None):
     args.models = [m for m in (args.small, args.mid, args.large) if m]
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    examples = cli.load_examples(args, store)
 
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)

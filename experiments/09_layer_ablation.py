@@ -25,7 +25,6 @@ from tqdm.auto import tqdm  # noqa: E402
 from analysis import table09  # noqa: E402
 from mai import MaiError, cli, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
-from mai.data import load_benchmark  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -70,8 +69,7 @@ def main(argv=None):
     args.models = [args.small, args.large]
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    examples = cli.load_examples(args, store)
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)
     n_layers = small.loaded.model.config.text_config.num_hidden_layers

@@ -46,7 +46,7 @@ from mai import MaiError, cli, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
-from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.data import get_benchmark  # noqa: E402
 from mai.evaluate import (cascade_system, check_example, isolated, model_system, request_for,  # noqa: E402
                           run_systems, transfer_system)
 from mai.forced import ForcedLengths, forced_cascade_system, parse_fractions  # noqa: E402
@@ -99,9 +99,7 @@ def main(argv=None):
                                "(no results.jsonl)")
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
-    examples = cli.shard_examples([ex for name in args.benchmarks
-                                   for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))],
-                                  args.shard)
+    examples = cli.shard_examples(cli.load_examples(args, store), args.shard)
 
     small, large = cli.scale_generators(args, store, config)
     if args.force_routes:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analysis import table12  # noqa: E402
 from mai import MaiError, cli, models  # noqa: E402
 from mai.cascade import Cascade, CascadeConfig  # noqa: E402
-from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.data import get_benchmark  # noqa: E402
 from mai.evaluate import cascade_system, check_example, request_for, run_systems  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -62,8 +62,7 @@ def main(argv=None):
     cascade_config = CascadeConfig(think_tokens=args.think_tokens, transfer="full")
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = cli.open_run(EXPERIMENT, args, cascade=cascade_config.to_dict())
-    examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    examples = cli.load_examples(args, store)
 
     draft_model = cli.load(args.draft, args, store)
     target_model = cli.load(args.target, args, store)

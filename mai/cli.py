@@ -117,7 +117,7 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
 
 # Flags that count something (tokens, examples, pixels, GPUs): each must be at least 1 when given.
 AT_LEAST_ONE = ("limit", "think_tokens", "simple_tokens", "answer_tokens", "num_assistant_tokens", "batch_size",
-                "tensor_parallel", "max_pixels", "max_model_len", "runs", "question_tokens")
+                "tensor_parallel", "max_pixels", "max_model_len", "runs", "question_tokens", "output_tokens")
 # Fractions in (0, 1]: the attention mass sparse transfer keeps (the paper's delta), vLLM's memory share.
 FRACTIONS = ("delta", "gpu_memory_utilization")
 MODEL_FLAGS = ("models", "small", "mid", "large", "draft", "target")
@@ -168,8 +168,9 @@ def check_counts(args: argparse.Namespace) -> None:
     """Token counts and other counts at least 1; fractions in (0, 1]."""
     for name in AT_LEAST_ONE:
         value = getattr(args, name, None)
-        if value is not None and value < 1:
-            raise MaiError(f"{_flag(name)} must be at least 1, got {value}")
+        for one in value if isinstance(value, list) else [value]:  # a list flag: every item
+            if one is not None and one < 1:
+                raise MaiError(f"{_flag(name)} must be at least 1, got {one}")
     for name in FRACTIONS:
         value = getattr(args, name, None)
         if value is not None and not 0 < value <= 1:  # NaN fails too
@@ -274,12 +275,25 @@ def run(main: Callable[[], object]) -> None:
         sys.exit(1)
 
 
+def load_examples(args: argparse.Namespace, store=None) -> list:
+    """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
+    records where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*, a parquet file, synthetic)."""
+    from mai.data import dataset_sources, load_benchmark
+
+    examples = [ex for name in args.benchmarks
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+    if store is not None:
+        sources = dataset_sources()
+        store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})
+    return examples
+
+
 def open_run(experiment: str, args: argparse.Namespace, **extra):
     """The run directory (config.json with provenance) and its W&B run, for one experiment invocation."""
     from mai.results import RunStore, provenance
     from mai.tracking import Tracker
 
-    from mai import data, images, metrics
+    from mai import images, metrics
 
     config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "wandb", "report_dir")}
     config.update(extra, experiment=experiment, provenance=provenance(args.device))
@@ -290,8 +304,7 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
                              mmbench="mmbench_en_dev_static (no GPT judge), CircularEval")
     config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_policy", images.DEFAULT_POLICY),
                                                        getattr(args, "max_pixels", None)))
-    sources = data.dataset_sources()
-    config["datasets"] = {b: sources.get(b) for b in getattr(args, "benchmarks", None) or []}
+    # Where each benchmark was read from is known only once it is loaded: load_examples adds "datasets".
     store = RunStore(args.out, experiment, args.run_name, config)
     tracker = Tracker(args.wandb, store.dir, name=f"{experiment}/{args.run_name}", group=experiment,
                       config=config)

@@ -33,7 +33,7 @@ CONFIG = "config.json"
 LOCK = "run.lock"
 DAMAGED = RESULTS + ".damaged"
 # Provenance fields that may differ between a run and its resumption.
-_VOLATILE = ("provenance", "wandb")
+_VOLATILE = ("provenance", "wandb", "datasets")  # datasets: checked by update_config once loaded
 
 
 def row_key(*parts) -> str:
@@ -224,6 +224,17 @@ class RunStore:
 
     def pending(self, keys: Iterable[str]) -> list[str]:
         return [k for k in keys if k not in self._keys]
+
+    def update_config(self, **fields) -> None:
+        """Add fields known only after the run opened (where its data came from) to config.json; a resumed
+        run must find the same values it recorded before, or its rows would mix two sources."""
+        config = json.loads(self.config_path.read_text())
+        for key, value in fields.items():
+            if config.get(key) is not None and config[key] != value and self._has_results():
+                raise MaiError(f"{self.dir} holds a run whose {key} were {config[key]}, now {value}; "
+                               "pass another --run-name or --out")
+        config.update(fields)
+        self.config_path.write_text(json.dumps(config, indent=2, sort_keys=True, default=str) + "\n")
 
     def write_json(self, name: str, obj) -> None:
         """A side file of the run (models.json, memory.json), rewritten whole."""

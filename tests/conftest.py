@@ -48,3 +48,25 @@ def experiment():
         return module
 
     return load
+
+
+@pytest.fixture(scope="session")
+def eager_row():
+    """The last row of transformers' eager attention (output_attentions) at one layer over `ids`, the first
+    stage's image included, computed from scratch: the reference every attention capture must equal."""
+    import torch
+
+    def row(loaded, first, ids, layer):
+        mm = torch.zeros_like(ids)
+        mm[:, :first.input_tokens] = first.mm_token_type_ids[:, :first.input_tokens]
+        saved = loaded.model.config._attn_implementation
+        loaded.model.set_attn_implementation("eager")
+        try:
+            with torch.inference_mode():
+                out = loaded.model(input_ids=ids, mm_token_type_ids=mm, attention_mask=torch.ones_like(ids),
+                                   output_attentions=True, use_cache=False, **first.vision_inputs)
+        finally:
+            loaded.model.set_attn_implementation(saved)
+        return out.attentions[layer][0, :, -1, :].float()
+
+    return row

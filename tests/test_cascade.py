@@ -115,23 +115,6 @@ class VisionCounter:
         self.handle.remove()
 
 
-def _eager_row(loaded, first, ids, layer):
-    """The last row of transformers' eager attention (output_attentions) over ids, image included: the
-    reference a capture must equal."""
-    import torch
-
-    mm = torch.zeros_like(ids)
-    mm[:, :first.input_tokens] = first.mm_token_type_ids[:, :first.input_tokens]
-    saved = loaded.model.config._attn_implementation
-    loaded.model.set_attn_implementation("eager")
-    try:
-        with torch.inference_mode():
-            out = loaded.model(input_ids=ids, mm_token_type_ids=mm, attention_mask=torch.ones_like(ids),
-                               output_attentions=True, use_cache=False, **first.vision_inputs)
-    finally:
-        loaded.model.set_attn_implementation(saved)
-    return out.attentions[layer][0, :, -1, :].float()
-
 
 class Keep:
     """Wraps a generator and keeps every Result it returns (with its cache and captured attention)."""
@@ -149,7 +132,7 @@ class Keep:
 
 
 @pytest.mark.parametrize("verify", ["answer", "reasoning"])
-def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart_image, verify):
+def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart_image, verify, eager_row):
     """Small: tiny Qwen3-VL; large: scripted to disagree, so the cascade must reach sparse transfer. The
     vision tower runs once per first stage (Simple, Think), never for the capture; the kept tokens are
     select_by_mass over the eager attention row of the same sequence."""
@@ -178,7 +161,7 @@ def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart
     assert trace.reasoning_tokens == thought.content_tokens >= 1
     # The reference: eager attention over prompt + reasoning + second-stage suffix, from scratch.
     ids, reasoning = _sequence(small.gen, thought, POST, "answer")
-    want_row = _eager_row(tiny_small, thought, ids, opts.layer)
+    want_row = eager_row(tiny_small, thought, ids, opts.layer)
     positions = range(thought.input_tokens, thought.input_tokens + len(reasoning))
     want = select_by_mass(reasoning_weights(want_row, positions), opts.delta)
     assert trace.kept_tokens == len(want) and 1 <= len(want) < len(reasoning)

@@ -33,6 +33,10 @@ def test_cpu_preset_writes_results_table_figure_and_offline_wandb(tmp_path):
     config = json.loads((run / "config.json").read_text())
     assert config["preset"] == "cpu" and config["models"] == ["tiny-small", "tiny-large"]
     assert config["provenance"]["packages"]["transformers"].startswith("5.24")
+    # What the scores and images mean (lmms-eval's commit, the image-size policy) and where the data came from.
+    assert config["scoring"]["lmms_eval"].endswith("75571cfe0fa36ca5ec2e6aa2bb268f9d38295af3")
+    assert config["image_policy"] == "simple" and len(config["image_pixels"]) == 2
+    assert config["datasets"] == {"synth-chartqa": "synthetic", "synth-pope": "synthetic"}
     keys = _keys(tmp_path)
     assert len(keys) == len(set(keys)) == 2 * 2 * 2 * 2  # benchmarks x examples x modes x models
     table = (tmp_path / "paper_tables" / "table7_prompt_modes.cpu.md").read_text()

@@ -26,19 +26,19 @@ def test_figure1_reuses_table7_rows(tmp_path, monkeypatch, experiment):
 
 
 def test_overhead_check_fails_when_the_harness_is_slow(tmp_path, monkeypatch, capsys, experiment):
-    """00_overhead's own check exits non-zero when the harness (here: answer extraction, slowed by 0.2 s a call)
-    adds 5% or more to the models' time; what it writes accounts for every query."""
+    """00_overhead's own check exits non-zero when the harness (here: reading each call's answer, slowed by
+    0.2 s a call) adds 5% or more to the models' time; what it writes accounts for every query."""
     import time
 
     from mai import answers
 
-    extract = answers.extract_answer
+    read = answers.Matcher.read
 
-    def slow_extract(*a, **k):
+    def slow_read(*a, **k):
         time.sleep(0.2)
-        return extract(*a, **k)
+        return read(*a, **k)
 
-    monkeypatch.setattr(answers, "extract_answer", slow_extract)
+    monkeypatch.setattr(answers.Matcher, "read", slow_read)
     out = tmp_path / "overhead.json"
     with pytest.raises(SystemExit) as code:
         experiment("00_overhead").main(["--limit", "1", "--benchmarks", "synth-pope", "--think-tokens", "4",

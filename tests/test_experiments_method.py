@@ -47,6 +47,7 @@ def test_table10_cpu_sparse_routes_sum_to_one(tmp_path, experiment):
                 assert c["result"]["cached_tokens"] == 0
     table = (tmp_path / "paper_tables" / "table10_mai.cpu.md").read_text()
     assert "RANDOM weights" in table and "Peak memory" in table and "cached_tokens" in table
+    assert "(agreement: paper)" in table.splitlines()[0]  # the matcher that decided every route
     from analysis.table10 import summarize
 
     df = summarize(rows)

@@ -13,20 +13,6 @@ POST = "\nAnswer the question using a single word or phrase."
 LAYER = 2
 
 
-def eager_last_row(loaded, first, ids, layer=LAYER):
-    """Row -1 of eager attention (output_attentions=True) over ids, image included, from scratch."""
-    mm = torch.zeros_like(ids)
-    mm[:, :first.input_tokens] = first.mm_token_type_ids[:, :first.input_tokens]
-    saved = loaded.model.config._attn_implementation
-    loaded.model.set_attn_implementation("eager")
-    try:
-        with torch.inference_mode():
-            out = loaded.model(input_ids=ids, mm_token_type_ids=mm, attention_mask=torch.ones_like(ids),
-                               output_attentions=True, use_cache=False, **first.vision_inputs)
-    finally:
-        loaded.model.set_attn_implementation(saved)
-    return out.attentions[layer][0, :, -1, :].float()
-
 
 @pytest.fixture(params=["length", "eos"])
 def first_stage(request, tiny_small, chart_image, monkeypatch):
@@ -43,10 +29,10 @@ def first_stage(request, tiny_small, chart_image, monkeypatch):
     return gen, think, first
 
 
-def test_second_stage_prefill_rows_equal_eager(first_stage):
+def test_second_stage_prefill_rows_equal_eager(first_stage, eager_row):
     gen, think, first = first_stage
     ids, reasoning = _sequence(gen, first, POST, "answer")
-    want = eager_last_row(gen.loaded, first, ids)
+    want = eager_row(gen.loaded, first, ids, LAYER)
     second = gen.generate(Request(think.question, think.images, "answer", POST, 3, reuse=first, capture=(LAYER,)))
     att = from_second_stage(gen, first, second)
     assert att.source == "second stage" and att.seconds == 0.0 and att.input_tokens == ids.shape[1]
@@ -59,10 +45,10 @@ def test_second_stage_prefill_rows_equal_eager(first_stage):
 
 
 @pytest.mark.parametrize("query", ["answer", "reasoning_end"])
-def test_forward_on_the_kept_cache_equals_eager(first_stage, query):
+def test_forward_on_the_kept_cache_equals_eager(first_stage, query, eager_row):
     gen, think, first = first_stage
     ids, reasoning = _sequence(gen, first, POST, query)
-    want = eager_last_row(gen.loaded, first, ids)
+    want = eager_row(gen.loaded, first, ids, LAYER)
     reference = attention_over_reasoning(gen, first, POST, [LAYER], query)  # a fresh full forward
     att = capture_on_cache(gen, first, POST, [LAYER], query)
     assert att.source == "cache" and att.input_tokens == ids.shape[1] == reference.input_tokens
@@ -86,12 +72,12 @@ def test_reasoning_end_does_not_select_its_own_query_token(first_stage):
     assert att.rows[LAYER].mean(0)[att.start + n - 1] > 0
 
 
-def test_capture_after_a_second_stage_cuts_the_cache_back(first_stage):
+def test_capture_after_a_second_stage_cuts_the_cache_back(first_stage, eager_row):
     """verify=answer then query=reasoning_end: the second stage has extended the cache; the capture cuts
     it back to the reasoning and feeds only the last reasoning token."""
     gen, think, first = first_stage
     ids, _ = _sequence(gen, first, POST, "reasoning_end")
-    want = eager_last_row(gen.loaded, first, ids)
+    want = eager_row(gen.loaded, first, ids, LAYER)
     second = gen.generate(Request(think.question, think.images, "answer", POST, 3, reuse=first))
     att = reasoning_attention(gen, first, POST, [LAYER], "reasoning_end", second)
     assert att.source == "cache" and att.input_tokens - att.cached_tokens == 1
