@@ -172,11 +172,10 @@ class HFGenerator:
             first = request.reuse
             if first is None or first.cache is None:
                 raise ValueError("mode 'answer' continues a first stage: pass reuse=<Result with keep_cache>")
-            suffix = prompts.second_stage_suffix(lm.processor, len(request.images), first.first_text,
-                                                 request.post_prompt, lm.thinking)
             # A closing eos is dropped: the template's suffix closes the turn itself.
             sequence = first.sequence[:, : first.input_tokens + len(self.reasoning_ids(first))]
-            suffix_ids = lm.tokenizer(suffix, add_special_tokens=False, return_tensors="pt").input_ids
+            suffix_ids = torch.tensor([prompts.second_stage_suffix_ids(
+                lm.processor, len(request.images), first.first_text, request.post_prompt, lm.thinking)])
             input_ids = torch.cat([sequence.cpu(), suffix_ids], dim=1)
             mm = torch.cat([first.mm_token_type_ids[:, : sequence.shape[1]].cpu(),
                             torch.zeros_like(suffix_ids)], dim=1)

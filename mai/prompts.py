@@ -71,3 +71,12 @@ def second_stage_suffix(processor, n_images: int, first_text: str, post_prompt: 
     ]
     full = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return full.split(_SENTINEL, 1)[1]
+
+
+def second_stage_suffix_ids(processor, n_images: int, first_text: str, post_prompt: str,
+                            thinking: bool) -> list[int]:
+    """second_stage_suffix as token ids, appended to the first stage's own tokens by every backend and
+    by the attention capture alike (no special tokens added: the template's text carries them)."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    suffix = second_stage_suffix(processor, n_images, first_text, post_prompt, thinking)
+    return tokenizer(suffix, add_special_tokens=False).input_ids

@@ -95,8 +95,8 @@ def _suffix_ids(generator: HFGenerator, first: Result, post_prompt: str) -> torc
     """The second stage's suffix as token ids [1, n], exactly as mai.generation renders it."""
     lm = generator.loaded
     n_images = int(first.vision_inputs["image_grid_thw"].shape[0]) if first.vision_inputs else 0
-    suffix = prompts.second_stage_suffix(lm.processor, n_images, first.first_text, post_prompt, lm.thinking)
-    return lm.tokenizer(suffix, add_special_tokens=False, return_tensors="pt").input_ids
+    return torch.tensor([prompts.second_stage_suffix_ids(lm.processor, n_images, first.first_text, post_prompt,
+                                                         lm.thinking)])
 
 
 def _sequence(generator: HFGenerator, first: Result, post_prompt: str, query: str) -> tuple[torch.Tensor, list[int]]:

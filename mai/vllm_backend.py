@@ -98,9 +98,8 @@ def build_prompt(processor, request: Request, thinking: bool = False) -> tuple[d
         state = first.cache if first is not None else None
         if not isinstance(state, PrefixState):
             raise ValueError("mode 'answer' continues a first stage: pass reuse=<vLLM Result with keep_cache>")
-        suffix = prompts.second_stage_suffix(processor, len(state.images), state.first_text, request.post_prompt,
-                                             thinking)
-        ids = state.prompt_ids + state.reasoning_ids + tokenizer(suffix, add_special_tokens=False).input_ids
+        ids = state.prompt_ids + state.reasoning_ids + prompts.second_stage_suffix_ids(
+            processor, len(state.images), state.first_text, request.post_prompt, thinking)
         images = state.images
     else:
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking)
@@ -317,9 +316,8 @@ class VLLMGenerator:
                   f"{first.input_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
         parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
         if query == "answer":
-            suffix = prompts.second_stage_suffix(lm.processor, len(state.images), state.first_text, post_prompt,
-                                                 lm.thinking)
-            parts.append(lm.tokenizer(suffix, add_special_tokens=False, return_tensors="pt").input_ids)
+            parts.append(torch.tensor([prompts.second_stage_suffix_ids(lm.processor, len(state.images),
+                                                                        state.first_text, post_prompt, lm.thinking)]))
         ids = torch.cat(parts, dim=1)
         mm = torch.zeros_like(ids)
         mm[:, :start] = inputs["mm_token_type_ids"]
