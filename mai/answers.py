@@ -4,8 +4,9 @@ lmms-eval scores a model's raw output (mai.metrics). Two things it does not cove
 reading the answer off a reasoning (Think) output, and deciding whether two models' answers agree
 (the cascade's mutual verification). Neither is an lmms-eval score.
 
-Agreement follows the paper (arXiv 2604.04929, Section 5): answers are compared by "Exact Matching or
-ANLS (as per benchmark)". ``Matcher`` is that rule for one question (rule "paper", the default):
+Agreement follows the paper (arXiv 2604.04929, where it describes mutual verification): answers are
+compared by "Exact Matching or ANLS (as per benchmark)". ``Matcher`` is that rule for one question
+(rule "paper", the default):
 
 * POPE: both answers are "yes", or both "no".
 * ChartQA: relaxed correctness (5% for numbers, else equal ignoring case) in BOTH directions, each
@@ -32,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from mai.metrics import _check_metric, anls, relaxed_correctness
+from mai.metrics import _NUMBER_WORDS, _check_metric, anls, relaxed_correctness
 
 AGREE_RULES = ("paper", "strict")
 ANLS_THRESHOLD = 0.5  # lmms-eval's anls(threshold=0.5): a lower similarity scores 0
@@ -187,8 +188,6 @@ def extract_answer(text: str, metric: str, reasoning: bool = False) -> str:
 # options:", RealWorldQA's own lines), at the start of a line.
 _OPTION_LINE = re.compile(r"^[ \t]*([A-E])\.[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
 _MMBENCH_OPTIONS = "There are several options:"
-_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-                 "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
 
 
 def question_options(question: str) -> dict[str, str]:
