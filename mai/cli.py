@@ -208,7 +208,7 @@ def check_parquet(name: str, path: str) -> None:
     import pyarrow
     import pyarrow.parquet as pq
 
-    from mai.data import _REQUIRED_COLUMNS, get_benchmark
+    from mai.data import get_benchmark, missing_columns
 
     if not Path(path).is_file():
         what = "is a directory, not a parquet file" if Path(path).is_dir() else "does not exist"
@@ -221,7 +221,7 @@ def check_parquet(name: str, path: str) -> None:
     except pyarrow.ArrowException as err:
         raise MaiEnvironmentError(f"--data-files {name}={path} is not a parquet file "
                                   f"({str(err).splitlines()[0]})") from None
-    missing = [c for c in _REQUIRED_COLUMNS[name] if c not in names]
+    missing = missing_columns(name, names)
     if missing:
         raise MaiEnvironmentError(f"--data-files {name}={path} lacks column(s) {', '.join(missing)} of the "
                                   f"{get_benchmark(name).hub_path} schema (has: {', '.join(names)})")

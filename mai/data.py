@@ -43,6 +43,8 @@ __all__ = [
     "SYNTH_SIZE",
     "get_benchmark",
     "load_benchmark",
+    "missing_columns",
+    "REQUIRED_COLUMNS",
     "subsample_indices",
 ]
 
@@ -376,13 +378,19 @@ def _row_mmbench(bench: Benchmark, row: dict, idx: int) -> Example:
     )
 
 
-_REQUIRED_COLUMNS = {
+REQUIRED_COLUMNS = {
     "chartqa": ("image", "question", "answer", "type"),
     "pope": ("question_id", "question", "answer", "image", "category"),
     "infovqa": ("questionId", "question", "answers", "image"),
     "realworldqa": ("image", "question", "answer"),
     "mmbench": ("index", "question", "hint", "answer", "A", "B", "image", "category"),
 }
+
+
+def missing_columns(name: str, columns) -> list[str]:
+    """The columns of benchmark `name`'s hub schema that a table with `columns` lacks (what the loader
+    reads; checked on a parquet file's schema before a run loads anything, and on the loaded data)."""
+    return [c for c in REQUIRED_COLUMNS[name] if c not in columns]
 
 
 def _pope_id_key(ds) -> Callable[[dict, int], str]:
@@ -424,7 +432,7 @@ def _mmbench_indices(ds, limit: int | None, seed: int) -> list[int]:
 
 
 def _examples_from_dataset(bench: Benchmark, ds, limit: int | None, seed: int) -> list[Example]:
-    missing = [c for c in _REQUIRED_COLUMNS[bench.name] if c not in ds.column_names]
+    missing = missing_columns(bench.name, ds.column_names)
     if missing:
         raise MaiError(
             f"{bench.name}: data lacks column(s) {', '.join(missing)} of the {bench.hub_path} schema "
