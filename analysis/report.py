@@ -93,14 +93,20 @@ def accuracy(rows: list[dict], extracted: bool = False) -> float | None:
     """The benchmark's headline score (in %) over rows without errors: lmms-eval's scoring of the raw
     output, or with ``extracted`` of what our answer extraction reads off it (``score_extracted``).
     MMBench's is CircularEval's, x100 as lmms-eval reports it."""
-    scores = _scores(rows, extracted)
-    return None if scores is None else 100.0 * scores[metrics.HEADLINE[scores["metric"]]]
+    return _headline(_scores(rows, extracted))
 
 
 def chartqa_splits(rows: list[dict]) -> dict:
     """ChartQA's human_test and augmented split scores (%), as chartqa/utils.py reports them beside the
     overall one; empty for rows without ChartQA's split names (synth-chartqa)."""
-    scores = _scores(rows)
+    return _splits(_scores(rows))
+
+
+def _headline(scores: dict | None) -> float | None:
+    return None if scores is None else 100.0 * scores[metrics.HEADLINE[scores["metric"]]]
+
+
+def _splits(scores: dict | None) -> dict:
     if not scores or "relaxed_human_split" not in scores:
         return {}
     pct = lambda v: None if v is None else 100.0 * v  # noqa: E731
@@ -120,8 +126,9 @@ def summarize(rows: list[dict], by=("benchmark", "model", "mode"),
     records = []
     for key, group in sorted(groups.items(), key=lambda kv: order(kv[0]) if order else kv[0]):
         ok = [r for r in group if not r.get("error")]
-        rec = dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=accuracy(group))
-        rec.update(chartqa_splits(group))
+        scores = _scores(group)  # one aggregation gives the headline and ChartQA's splits
+        rec = dict(zip(by, key), n=len(group), errors=len(group) - len(ok), accuracy=_headline(scores))
+        rec.update(_splits(scores))
         if extracted:
             rec["accuracy_extracted"] = accuracy(group, extracted=True)
         for column, field in means:
