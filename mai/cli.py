@@ -145,9 +145,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 def check_names(args: argparse.Namespace) -> None:
     """Benchmarks, models and prompt modes that exist."""
+    from mai import families
     from mai.data import get_benchmark
-    from mai.models import ARCHITECTURES, TEXT_CHECKPOINTS, is_local_or_hub_id
+    from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id
 
+    architectures = families.architectures()
     for name in args.benchmarks:
         get_benchmark(name)
     for flag in MODEL_FLAGS:
@@ -155,10 +157,10 @@ def check_names(args: argparse.Namespace) -> None:
         for spec in value if isinstance(value, list) else [value]:
             if spec is None or (flag == "mid" and spec == ""):  # --mid '' skips the middle model
                 continue
-            if not (spec in ARCHITECTURES or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
+            if not (spec in architectures or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
                                f"a local checkpoint directory, or a random-weight architecture: "
-                               f"{', '.join(ARCHITECTURES)}")
+                               f"{', '.join(architectures)}")
     modes = getattr(args, "modes", None)
     if modes is not None and (not modes or set(modes) - set(MODES)):
         raise MaiError(f"--modes wants a comma-separated subset of {', '.join(MODES)}, got '{','.join(modes)}'")
@@ -388,7 +390,7 @@ def check_sparse_layer(config, small_model) -> None:
     """The sparse-transfer layer exists in the small model (a LoadedModel, or its number of layers)."""
     if config.sparse is None:
         return
-    n_layers = small_model if isinstance(small_model, int) else small_model.model.config.text_config.num_hidden_layers
+    n_layers = small_model if isinstance(small_model, int) else small_model.model.config.get_text_config().num_hidden_layers
     if not 0 <= config.sparse.layer < n_layers:
         raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
                        f"0..{n_layers - 1}")
@@ -518,10 +520,11 @@ def text_layers(spec: str) -> int | None:
     """Decoder layers of a model, from its config alone (no weights); None when the config cannot be read
     here (no route to the hub, not a Qwen3-VL spec): loading the model then says why in one line."""
     from mai import hub
-    from mai.models import ARCHITECTURES, architecture_config, is_local_or_hub_id
+    from mai import families
+    from mai.models import architecture_config, is_local_or_hub_id
 
-    if spec in ARCHITECTURES:
-        return architecture_config(spec).text_config.num_hidden_layers
+    if spec in families.architectures():
+        return architecture_config(spec).get_text_config().num_hidden_layers
     if not is_local_or_hub_id(spec) or (not Path(spec).exists() and hub.unreachable() is not None):
         return None
     from transformers import AutoConfig
@@ -530,4 +533,4 @@ def text_layers(spec: str) -> int | None:
         config = AutoConfig.from_pretrained(spec)
     except (OSError, ValueError, *hub.connection_errors()):
         return None
-    return getattr(config, "text_config", config).num_hidden_layers
+    return config.get_text_config().num_hidden_layers

@@ -1,0 +1,1 @@
+from mai.families import FAMILIES  # noqa: F401
