@@ -394,6 +394,14 @@ def check_sparse_layer(config, small_model) -> None:
     if not 0 <= config.sparse.layer < n_layers:
         raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
                        f"0..{n_layers - 1}")
+    if not isinstance(small_model, int):
+        from mai.attention import sliding_window_layers
+
+        sliding = sliding_window_layers(small_model.model)
+        if config.sparse.layer in sliding:
+            allowed = [i for i in range(n_layers) if i not in sliding]
+            raise MaiError(f"--sparse-layer {config.sparse.layer} is a sliding-window layer of the small model, "
+                           f"which cannot rank the whole reasoning; choose a global layer: {allowed}")
 
 
 def transformers_cascade(args: argparse.Namespace, store=None):

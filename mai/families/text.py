@@ -13,8 +13,13 @@ as Qwen3-VL's tiny pair in mai.models: at 0.02 a tiny model repeats one token wh
 from __future__ import annotations
 
 import functools
+import json
 
 from mai.families import Family, register
+
+
+# Each family's released chat template, verbatim (sources in mai/assets/README.md).
+TEMPLATES = {"llama": "smollm2", "gemma3_text": "gemma3"}
 
 
 @functools.cache
@@ -27,7 +32,10 @@ def _tokenizer(model_type: str):
         return AutoTokenizer.from_pretrained(str(models.tokenizer_dir()))
     from mai import tokenizer_sources
 
-    return tokenizer_sources.family_tokenizer(model_type)
+    tokenizer = tokenizer_sources.family_tokenizer(model_type)
+    path = models.ASSETS / TEMPLATES[model_type] / "chat_template.json"
+    tokenizer.chat_template = json.loads(path.read_text())["chat_template"]
+    return tokenizer
 
 
 def _text_processor(model_type: str):
