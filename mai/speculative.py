@@ -172,14 +172,14 @@ class SpeculativeGenerator(HFGenerator):
             return generator
 
         vision_calls = [0]
-        tower = draft.family.tower(draft.model)
+        tower = self.draft.family.tower(draft)
         hook = None if tower is None else tower.register_forward_hook(
             lambda *_: vision_calls.__setitem__(0, vision_calls[0] + 1))
         old_n = draft.generation_config.num_assistant_tokens
         try:
             with contextlib.ExitStack() as stack:
                 stack.enter_context(_instance_override(target, "_get_candidate_generator", counted_candidates))
-                vision_inputs = {k: inputs[k] for k in draft.family.vision_inputs if k in inputs}
+                vision_inputs = {k: inputs[k] for k in self.draft.family.vision_inputs if k in inputs}
                 if self.draft_sees_image and vision_inputs:
                     stack.enter_context(_instance_override(draft, "prepare_inputs_for_generation",
                                                            _prefill_with_image(draft, vision_inputs)))
