@@ -99,7 +99,7 @@ class Family:
 
 FAMILIES: dict[str, Family] = {}
 # One module per family; imported on first lookup, so `import mai` stays light.
-_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "text")
+_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text")
 
 
 def register(family: Family) -> Family:
