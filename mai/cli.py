@@ -100,6 +100,10 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
         if value == []:
             raise MaiError(f"{_flag(name)} is empty; give a comma-separated list (see --help)")
     preset = presets[args.preset]
+    if args.models is not None and len(args.models) == 2 and "small" in vars(args) and "large" in vars(args):
+        # --models SMALL,LARGE names the pair (of one family or of two) unless --small/--large do.
+        args.small = args.small or args.models[0]
+        args.large = args.large or args.models[1]
     args.models = args.models if args.models is not None else list(preset.models)
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
