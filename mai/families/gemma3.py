@@ -41,9 +41,9 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
     from mai import tokenizer_sources
 
     tokenizer = tokenizer_sources.family_tokenizer("gemma3")
-    for name, token in SPECIAL.items():  # what the released tokenizer_config.json names
-        setattr(tokenizer, name, token)
-        setattr(tokenizer, name + "_id", tokenizer.convert_tokens_to_ids(token))
+    # What the released tokenizer_config.json names under extra_special_tokens; from_pretrained registers
+    # them with this same call (transformers 5.24 tokenization_utils_base.py), and save_pretrained keeps them.
+    tokenizer._set_model_specific_special_tokens(special_tokens=SPECIAL)
     template = json.loads(TEMPLATE.read_text())["chat_template"]
     image_processor = Gemma3ImageProcessorPil(size={"height": image_size, "width": image_size},
                                               image_mean=[0.5] * 3, image_std=[0.5] * 3, do_pan_and_scan=False)

@@ -40,10 +40,15 @@ def _processor_class():
     from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
 
     class ImageTextLlavaOnevisionProcessor(LlavaOnevisionProcessor):
-        # No video processor (it needs torchvision); images and text are unchanged.
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        # No video processor (it needs torchvision); images and text are unchanged. The other arguments
+        # are named here: save_pretrained writes the ones this signature names.
+        def __init__(self, image_processor=None, tokenizer=None, num_image_tokens=None,
+                     vision_feature_select_strategy=None, chat_template=None, vision_aspect_ratio="anyres_max_9",
+                     **kwargs):
             super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                             chat_template=chat_template, **kwargs)
+                             num_image_tokens=num_image_tokens,
+                             vision_feature_select_strategy=vision_feature_select_strategy,
+                             chat_template=chat_template, vision_aspect_ratio=vision_aspect_ratio, **kwargs)
 
     return ImageTextLlavaOnevisionProcessor
 
@@ -81,5 +86,5 @@ LLAVA_ONEVISION = register(Family(
     offline_processor=offline_processor, stop_strings=("<|im_end|>", "<|endoftext|>"), vision_tower="vision_tower",
     vision_inputs=("pixel_values", "image_sizes"), system_prompt=None,
     tokenizer_source="Qwen2-Instruct's + <image>, <video> (Qwen3's files; mai.tokenizer_sources)",
-    write_checkpoint=_write,
+    write_checkpoint=_write, image_text_processor=_processor_class,
 ))

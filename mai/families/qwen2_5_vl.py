@@ -89,6 +89,6 @@ QWEN2_5_VL = register(Family(
     },
     offline_processor=offline_processor, stop_strings=("<|im_end|>", "<|endoftext|>"), vision_tower="visual",
     token_inputs=("mm_token_type_ids",), vision_inputs=("pixel_values", "image_grid_thw"),
-    position_state=("rope_deltas",), resize_factor=28, write_checkpoint=_write,
+    position_state=("rope_deltas",), resize_factor=28, write_checkpoint=_write, image_text_processor=_processor_class,
     tokenizer_source="Qwen2.5's (Qwen3's files less Qwen3's four added tokens; mai.tokenizer_sources)",
 ))
