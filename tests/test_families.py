@@ -15,9 +15,8 @@ from PIL import Image, ImageDraw
 
 from mai import MaiError, families, prompts
 from mai import images as images_mod
-from mai.attention import capture_attention, sliding_window_layers
+from mai.attention import SparseOptions, capture_attention, sliding_window_layers
 from mai.cascade import ROUTES, Cascade, CascadeConfig
-from mai.attention import SparseOptions
 from mai.generation import HFGenerator, Request
 from mai.models import load_model
 

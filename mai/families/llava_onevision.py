@@ -70,11 +70,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
                               vision_aspect_ratio="anyres_max_9")
 
 
-def _write(name, directory, thinking=False, weights=True, seed=0):
-    from mai.families import checkpoints
-
-    return checkpoints.write("llava_onevision", name, directory, weights=weights, seed=seed)
-
 
 LLAVA_ONEVISION = register(Family(
     name="llava_onevision", model_types=("llava_onevision",), model_class="LlavaOnevisionForConditionalGeneration",
@@ -86,5 +81,5 @@ LLAVA_ONEVISION = register(Family(
     offline_processor=offline_processor, stop_strings=("<|im_end|>", "<|endoftext|>"), vision_tower="vision_tower",
     vision_inputs=("pixel_values", "image_sizes"), system_prompt=None,
     tokenizer_source="Qwen2-Instruct's + <image>, <video> (Qwen3's files; mai.tokenizer_sources)",
-    write_checkpoint=_write, image_text_processor=_processor_class,
+    image_text_processor=_processor_class,
 ))

@@ -70,11 +70,6 @@ def offline_processor(min_pixels=models.MIN_PIXELS, max_pixels=models.MAX_PIXELS
     return _processor_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=template)
 
 
-def _write(name, directory, thinking=False, weights=True, seed=0):
-    from mai.families import checkpoints
-
-    return checkpoints.write("qwen2_5_vl", name, directory, weights=weights, seed=seed)
-
 
 QWEN2_5_VL = register(Family(
     name="qwen2_5_vl", model_types=("qwen2_5_vl",), model_class="Qwen2_5_VLForConditionalGeneration",
@@ -89,6 +84,6 @@ QWEN2_5_VL = register(Family(
     },
     offline_processor=offline_processor, stop_strings=("<|im_end|>", "<|endoftext|>"), vision_tower="visual",
     token_inputs=("mm_token_type_ids",), vision_inputs=("pixel_values", "image_grid_thw"),
-    position_state=("rope_deltas",), resize_factor=28, write_checkpoint=_write, image_text_processor=_processor_class,
+    position_state=("rope_deltas",), resize_factor=28, image_text_processor=_processor_class,
     tokenizer_source="Qwen2.5's (Qwen3's files less Qwen3's four added tokens; mai.tokenizer_sources)",
 ))

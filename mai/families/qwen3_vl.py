@@ -18,6 +18,5 @@ QWEN3_VL = register(Family(
     vision_inputs=("pixel_values", "image_grid_thw"), position_state=("rope_deltas",), resize_factor=32,
     # In the template's source the newlines are Jinja string escapes: a backslash and an n.
     thinking_marker="assistant\\n<think>\\n",
-    write_checkpoint=lambda name, directory, thinking=False, weights=True, seed=0: models.write_checkpoint(
-        name, directory, thinking=thinking, weights=weights, seed=seed),
+    own_writer=models.write_checkpoint,
 ))

