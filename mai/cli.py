@@ -69,7 +69,8 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's)")
     p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
-                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b)")
+                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b, or another family's: "
+                   "README, Model families); two name the small and the large model of a pair")
     p.add_argument("--benchmarks", type=csv_list, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
                    "mmbench, synth-chartqa, synth-pope")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")

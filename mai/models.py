@@ -1,4 +1,7 @@
-"""Load a Qwen3-VL checkpoint, or build random weights of a named architecture, behind one interface.
+"""Load a checkpoint of any supported family (mai.families), or build random weights of a named architecture.
+
+The Qwen3-VL specifics below (its shapes, offline processor and released-layout writer) are what the
+Qwen3-VL adapter (mai/families/qwen3_vl.py) points at; the other families keep theirs in their own file.
 
 A model spec is either an architecture name from ARCHITECTURES (random weights, Qwen3's real tokenizer
 and Qwen's image processor, no hub) or a hub id / local path of a checkpoint (loaded with AutoProcessor
@@ -10,7 +13,6 @@ checkpoint path itself runs here too (scripts/make_checkpoint.py).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 import json
 import os
@@ -162,18 +164,10 @@ def architecture_config(name: str):
     return family.config(name)
 
 
-@functools.cache
 def _image_text_processor_class():
     from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
-    class ImageTextQwen3VLProcessor(Qwen3VLProcessor):
-        # ProcessorMixin takes its required sub-processors from this signature; leaving out
-        # `video_processor` (which needs torchvision) lets it be None. Images and text are unchanged.
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                             chat_template=chat_template, **kwargs)
-
-    return ImageTextQwen3VLProcessor
+    return families.without_video_processor(Qwen3VLProcessor)
 
 
 def tokenizer_dir() -> Path:
@@ -503,7 +497,8 @@ def load_text_model(name: str, device: str | None = "cpu", attn_implementation: 
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32,
                                                  attn_implementation=attn_implementation).to(dev).eval()
     return LoadedModel(spec=f"{package}/{gguf}", label=name, model=model, processor=tokenizer,
-                       random_weights=False, thinking=False, device=dev, dtype=torch.float32)
+                       random_weights=False, thinking=False, device=dev, dtype=torch.float32,
+                       family=families.by_model_type(model.config.model_type))
 
 
 def memory_report() -> dict:

@@ -14,6 +14,7 @@ checks (tests/test_families.py parametrizes over every registered family).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -107,6 +108,20 @@ class Family:
             kwargs["do_resize"] = False
         return processor(text=prompts, images=images or None, return_tensors="pt", add_special_tokens=False,
                          **kwargs)
+
+
+@functools.cache
+def without_video_processor(base):
+    """`base` (a transformers processor class) built without its video processor, which needs torchvision
+    (absent here): ProcessorMixin takes its required sub-processors from __init__'s signature, so leaving
+    `video_processor` out lets it be None. Images and text are processed unchanged."""
+    class ImageText(base):
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
+                             chat_template=chat_template, **kwargs)
+
+    ImageText.__name__ = ImageText.__qualname__ = "ImageText" + base.__name__
+    return ImageText
 
 
 FAMILIES: dict[str, Family] = {}

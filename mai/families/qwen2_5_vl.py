@@ -9,11 +9,10 @@ and no Thinking checkpoints.
 """
 from __future__ import annotations
 
-import functools
 import json
 
 from mai import models
-from mai.families import Family, register
+from mai.families import Family, register, without_video_processor
 
 TEMPLATE = models.ASSETS / "qwen2.5-vl" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
 CLIP_MEAN, CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
@@ -35,17 +34,10 @@ def _shape(hidden, layers, heads, kv_heads, inter, tie, v_depth, v_hidden, v_int
         tie_word_embeddings=tie)
 
 
-@functools.cache
 def _processor_class():
     from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
 
-    class ImageTextQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
-        # As mai.models' Qwen3-VL one: no video processor (it needs torchvision); images are unchanged.
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                             chat_template=chat_template, **kwargs)
-
-    return ImageTextQwen2_5_VLProcessor
+    return without_video_processor(Qwen2_5_VLProcessor)
 
 
 def _tokenizer():
