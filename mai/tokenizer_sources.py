@@ -68,7 +68,10 @@ QWEN_VARIANTS = {
                            "tokenizer_config.json); Qwen3 added 151665-151668"),
     # InternVL3.5 -HF: Qwen3's tokenizer + the nine tokens transformers' InternVL converter adds, in this
     # order (src/transformers/models/internvl/convert_internvl_weights_to_hf.py, write_tokenizer), so
-    # <IMG_CONTEXT>, the image token, is 151671 (image_token_id of the InternVL3.5 -HF configs).
+    # <IMG_CONTEXT>, the image token, is 151671 (the image_token_id public copies of InternVL3.5-2B-HF's
+    # config give). Unconfirmed against the hub: a work-in-progress converter numbers the same tokens from
+    # Qwen2.5-VL's tokenizer instead (<IMG_CONTEXT> 151667, where Qwen3 has <think>), so a checkpoint's own
+    # config.image_token_id and tokenizer always win over this offline rebuild.
     "internvl3.5": QwenVariant(QWEN_QWEN3_LAST_ID,
                                ("<img>", "</img>", "<IMG_CONTEXT>", "<quad>", "</quad>", "<ref>", "</ref>",
                                 "<box>", "</box>"),
