@@ -285,7 +285,8 @@ def load_tokenizer(name: str):
         return AutoTokenizer.from_pretrained(str(gemma3_tokenizer_dir()))
     if name == "gemma3-vision":
         return AutoTokenizer.from_pretrained(str(gemma3_vision_tokenizer_dir()))
-    raise MaiError(f"unknown tokenizer '{name}'; choose from: {', '.join([*QWEN_VARIANTS, 'smollm2', 'gemma3', 'gemma3-vision'])}")
+    known = [*QWEN_VARIANTS, "smollm2", "gemma3", "gemma3-vision"]
+    raise MaiError(f"unknown tokenizer '{name}'; choose from: {', '.join(known)}")
 
 
 def family_tokenizer(model_type: str):
