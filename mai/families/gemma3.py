@@ -16,8 +16,6 @@ from mai import models
 from mai.families import Family, register
 
 TEMPLATE = models.ASSETS / "gemma3" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
-# Gemma 3's special tokens (google/gemma-3-4b-it tokenizer_config.json: boi/eoi/image tokens).
-SPECIAL = dict(boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>")
 
 
 def _shape(hidden, layers, heads, kv_heads, head_dim, inter, window, scalar, v_hidden, v_layers, v_heads, v_inter,
@@ -40,10 +38,7 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
 
     from mai import tokenizer_sources
 
-    tokenizer = tokenizer_sources.family_tokenizer("gemma3")
-    # What the released tokenizer_config.json names under extra_special_tokens; from_pretrained registers
-    # them with this same call (transformers 5.24 tokenization_utils_base.py), and save_pretrained keeps them.
-    tokenizer._set_model_specific_special_tokens(special_tokens=SPECIAL)
+    tokenizer = tokenizer_sources.family_tokenizer("gemma3")  # names boi/eoi/image tokens as released
     template = json.loads(TEMPLATE.read_text())["chat_template"]
     image_processor = Gemma3ImageProcessorPil(size={"height": image_size, "width": image_size},
                                               image_mean=[0.5] * 3, image_std=[0.5] * 3, do_pan_and_scan=False)
