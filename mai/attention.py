@@ -184,6 +184,16 @@ def decoder_attention_modules(model) -> dict[int, list[torch.nn.Module]]:
     return dict(sorted(layers.items()))
 
 
+def sliding_window_layers(model) -> set[int]:
+    """Decoder layers that attend through a sliding window (Gemma 3's local layers). Their KV cache keeps
+    only the window's keys, so a row captured there over a cached prefix misses the rest: a capture
+    there is refused. Read off the text config's layer_types, which transformers' models follow."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if not getattr(config, "sliding_window", None):
+        return set()
+    return {i for i, kind in enumerate(getattr(config, "layer_types", None) or []) if kind == "sliding_attention"}
+
+
 class AttentionCapture:
     """The object ``capture_attention`` yields. See the module docstring for shapes and semantics."""
 
@@ -192,10 +202,11 @@ class AttentionCapture:
         available = decoder_attention_modules(model)
         if not available:
             raise ValueError(f"{type(model).__name__} has no attention modules with a layer_idx to capture")
+        sliding = sliding_window_layers(model)
         if isinstance(layers, str):
             if layers != "all":
                 raise ValueError(f"layers must be an iterable of ints or 'all', got {layers!r}")
-            wanted = list(available)
+            wanted = [i for i in available if i not in sliding]
         else:
             wanted = sorted({int(i) for i in layers})
             n = len(available)
@@ -204,6 +215,14 @@ class AttentionCapture:
             if missing:
                 raise ValueError(f"layers {missing} do not exist; the model has decoder layers "
                                  f"{min(available)}..{max(available)}")
+            refused = [i for i in wanted if i in sliding]
+            if refused:
+                from mai import MaiError
+
+                window = model.config.get_text_config().sliding_window
+                allowed = [i for i in available if i not in sliding]
+                raise MaiError(f"layers {refused} attend through a sliding window of {window} keys, so they cannot "
+                               f"rank the whole reasoning; capture a global layer: {allowed}")
         self.layers: tuple[int, ...] = tuple(wanted)
         self._modules = [m for i in self.layers for m in available[i]]
         self._rows: dict[int, torch.Tensor] = {}

@@ -69,7 +69,8 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's)")
     p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
-                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b)")
+                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b, or another family's: "
+                   "README, Model families); two name the small and the large model of a pair")
     p.add_argument("--benchmarks", type=csv_list, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
                    "mmbench, synth-chartqa, synth-pope")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
@@ -100,6 +101,10 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
         if value == []:
             raise MaiError(f"{_flag(name)} is empty; give a comma-separated list (see --help)")
     preset = presets[args.preset]
+    if args.models is not None and len(args.models) == 2 and "small" in vars(args) and "large" in vars(args):
+        # --models SMALL,LARGE names the pair (of one family or of two) unless --small/--large do.
+        args.small = args.small or args.models[0]
+        args.large = args.large or args.models[1]
     args.models = args.models if args.models is not None else list(preset.models)
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
@@ -145,9 +150,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 def check_names(args: argparse.Namespace) -> None:
     """Benchmarks, models and prompt modes that exist."""
+    from mai import families
     from mai.benchmarks import get_benchmark
-    from mai.models import ARCHITECTURES, TEXT_CHECKPOINTS, is_local_or_hub_id
+    from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id
 
+    architectures = families.architectures()
     for name in args.benchmarks:
         get_benchmark(name)
     for flag in MODEL_FLAGS:
@@ -155,10 +162,10 @@ def check_names(args: argparse.Namespace) -> None:
         for spec in value if isinstance(value, list) else [value]:
             if spec is None or (flag == "mid" and spec == ""):  # --mid '' skips the middle model
                 continue
-            if not (spec in ARCHITECTURES or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
+            if not (spec in architectures or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
                                f"a local checkpoint directory, or a random-weight architecture: "
-                               f"{', '.join(ARCHITECTURES)}")
+                               f"{', '.join(architectures)}")
     modes = getattr(args, "modes", None)
     if modes is not None and (not modes or set(modes) - set(MODES)):
         raise MaiError(f"--modes wants a comma-separated subset of {', '.join(MODES)}, got '{','.join(modes)}'")
@@ -390,10 +397,18 @@ def check_sparse_layer(config, small_model) -> None:
     """The sparse-transfer layer exists in the small model (a LoadedModel, or its number of layers)."""
     if config.sparse is None:
         return
-    n_layers = small_model if isinstance(small_model, int) else small_model.model.config.text_config.num_hidden_layers
+    n_layers = small_model if isinstance(small_model, int) else small_model.model.config.get_text_config().num_hidden_layers
     if not 0 <= config.sparse.layer < n_layers:
         raise MaiError(f"--sparse-layer {config.sparse.layer} is outside the small model's layers "
                        f"0..{n_layers - 1}")
+    if not isinstance(small_model, int):
+        from mai.attention import sliding_window_layers
+
+        sliding = sliding_window_layers(small_model.model)
+        if config.sparse.layer in sliding:
+            allowed = [i for i in range(n_layers) if i not in sliding]
+            raise MaiError(f"--sparse-layer {config.sparse.layer} is a sliding-window layer of the small model, "
+                           f"which cannot rank the whole reasoning; choose a global layer: {allowed}")
 
 
 def transformers_cascade(args: argparse.Namespace, store=None):
@@ -520,10 +535,11 @@ def text_layers(spec: str) -> int | None:
     """Decoder layers of a model, from its config alone (no weights); None when the config cannot be read
     here (no route to the hub, not a Qwen3-VL spec): loading the model then says why in one line."""
     from mai import hub
-    from mai.models import ARCHITECTURES, architecture_config, is_local_or_hub_id
+    from mai import families
+    from mai.models import architecture_config, is_local_or_hub_id
 
-    if spec in ARCHITECTURES:
-        return architecture_config(spec).text_config.num_hidden_layers
+    if spec in families.architectures():
+        return architecture_config(spec).get_text_config().num_hidden_layers
     if not is_local_or_hub_id(spec) or (not Path(spec).exists() and hub.unreachable() is not None):
         return None
     from transformers import AutoConfig
@@ -532,4 +548,4 @@ def text_layers(spec: str) -> int | None:
         config = AutoConfig.from_pretrained(spec)
     except (OSError, ValueError, *hub.connection_errors()):
         return None
-    return getattr(config, "text_config", config).num_hidden_layers
+    return config.get_text_config().num_hidden_layers

@@ -65,10 +65,13 @@ class Result:
     stopped: bool = False  # the output ends with a stop token (counted in output_tokens, not in text)
     # Kept for a second stage: the full token sequence so far and the cache over it.
     sequence: torch.Tensor | None = dataclasses.field(default=None, repr=False)
-    mm_token_type_ids: torch.Tensor | None = dataclasses.field(default=None, repr=False)
+    # The family's per-token processor outputs over `sequence` (Qwen3-VL's mm_token_type_ids).
+    token_inputs: dict = dataclasses.field(default_factory=dict, repr=False)
     cache: Any = dataclasses.field(default=None, repr=False)
-    rope_deltas: torch.Tensor | None = dataclasses.field(default=None, repr=False)
-    vision_inputs: dict | None = dataclasses.field(default=None, repr=False)  # pixel_values, image_grid_thw
+    # The family's position state after the first stage (Qwen's M-RoPE rope_deltas).
+    position_state: dict = dataclasses.field(default_factory=dict, repr=False)
+    vision_inputs: dict | None = dataclasses.field(default=None, repr=False)  # pixel_values (+ image_grid_thw)
+    images: int = 0  # images in the prompt
     first_text: str = ""  # the user text of the first stage, for rendering the second
     stats: dict | None = None  # backend-specific counts, e.g. speculative decoding's draft acceptance
     batch_size: int | None = None  # set by generate_batch: times are the batch's, divided by this
@@ -76,6 +79,14 @@ class Result:
     # Request.capture: layer -> the prefill's last-row attention [heads, keys] float32 CPU, keys = the
     # whole sequence (cached prefix + this prompt).
     attention: dict | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def mm_token_type_ids(self) -> torch.Tensor | None:
+        return self.token_inputs.get("mm_token_type_ids")
+
+    @property
+    def rope_deltas(self) -> torch.Tensor | None:
+        return self.position_state.get("rope_deltas")
 
     @property
     def content_tokens(self) -> int:
@@ -123,7 +134,8 @@ class _VisionTimer:
 
     def __init__(self, module, device):
         self.device, self.total, self._start = device, 0.0, None
-        self._handles = [module.register_forward_pre_hook(self._pre), module.register_forward_hook(self._post)]
+        self._handles = [] if module is None else [module.register_forward_pre_hook(self._pre),
+                                                    module.register_forward_hook(self._post)]
 
     def _pre(self, *_):
         _sync(self.device)
@@ -175,16 +187,17 @@ class HFGenerator:
             # A closing eos is dropped: the template's suffix closes the turn itself.
             sequence = first.sequence[:, : first.input_tokens + len(self.reasoning_ids(first))]
             suffix_ids = torch.tensor([prompts.second_stage_suffix_ids(
-                lm.processor, len(request.images), first.first_text, request.post_prompt, lm.thinking)])
+                lm.processor, len(request.images), first.first_text, request.post_prompt, lm.thinking, lm.family)])
             input_ids = torch.cat([sequence.cpu(), suffix_ids], dim=1)
-            mm = torch.cat([first.mm_token_type_ids[:, : sequence.shape[1]].cpu(),
-                            torch.zeros_like(suffix_ids)], dim=1)
+            # Per-token inputs continue over the suffix as text (0).
+            extra = {k: torch.cat([first.token_inputs[k][:, : sequence.shape[1]].cpu(), torch.zeros_like(suffix_ids)],
+                                  dim=1) for k in lm.family.token_inputs}
             return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                        mm_token_type_ids=mm), first.first_text, first.cache.get_seq_length()
+                        **extra), first.first_text, first.cache.get_seq_length()
         prompt, text = self._prompt(request)
         # lmms-eval's image sizes (mai.images), resized by us so that every backend sees these pixels.
-        images = images_mod.prepare(request.images, lm.processor)
-        inputs = lm.processor(text=[prompt], images=images or None, return_tensors="pt", do_resize=False)
+        images = images_mod.prepare(request.images, lm.processor, lm.family)
+        inputs = lm.family.encode(lm.processor, [prompt], images)
         return dict(inputs), text, 0
 
     def _prompt(self, request: Request) -> tuple[str, str]:
@@ -193,7 +206,7 @@ class HFGenerator:
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
                                  lm.thinking)
         return prompts.render(lm.processor, len(request.images), text,
-                              thinking=lm.thinking and request.mode == "think"), text
+                              thinking=lm.thinking and request.mode == "think", family=lm.family), text
 
     def _decode(self, inputs: dict, kwargs: dict, config: GenerationConfig, clock: LogitsProcessor):
         """The generate call itself; a subclass changes how tokens are decoded (mai.speculative)."""
@@ -220,9 +233,10 @@ class HFGenerator:
             kwargs["cache"] = request.reuse.cache
             # M-RoPE offsets of the first stage's image live on the model; another prompt may have
             # replaced them since.
-            lm.model.model.rope_deltas = request.reuse.rope_deltas
+            for name, value in request.reuse.position_state.items():
+                setattr(lm.model.model, name, value)
         clock = _Clock(dev)
-        vision = _VisionTimer(lm.model.model.visual, dev)
+        vision = _VisionTimer(lm.family.tower(lm.model), dev)
         try:
             with contextlib.ExitStack() as stack:
                 # The capture's extra work (one float32 row per asked layer) is part of the prefill it
@@ -243,16 +257,16 @@ class HFGenerator:
                      prefill=max(first_step - t1 - vision.total, 0.0), decode=t2 - first_step)
         stopped = bool(new.numel()) and int(new[-1]) in (config.eos_token_id or [])
         result = Result(text=text, input_tokens=n_in, output_tokens=int(new.numel()), times=times,
-                        cached_tokens=cached, stopped=stopped, first_text=first_text)
+                        cached_tokens=cached, stopped=stopped, first_text=first_text, images=len(request.images))
         if cap is not None:
             result.attention = {layer: row.float().cpu() for layer, row in cap.rows.items()}
         if request.keep_cache:
             result.sequence = out.sequences
-            result.mm_token_type_ids = torch.cat(
-                [inputs["mm_token_type_ids"], torch.zeros_like(new)[None]], dim=1)
+            result.token_inputs = {k: torch.cat([inputs[k], torch.zeros_like(new)[None]], dim=1)
+                                   for k in lm.family.token_inputs}
             result.cache = out.cache
-            result.rope_deltas = lm.model.model.rope_deltas
-            result.vision_inputs = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
+            result.position_state = {k: getattr(lm.model.model, k) for k in lm.family.position_state}
+            result.vision_inputs = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
         return result
 
     # -- batches ---------------------------------------------------------------------------------------
@@ -266,8 +280,12 @@ class HFGenerator:
         results: list[Result | None] = [None] * len(requests)
         groups: dict[tuple[int, int], list[int]] = {}
         alone = None if type(self)._decode is HFGenerator._decode else "decoding needs batch size 1"
+        # A kept first stage needs its own images' pixels back: split per row for grids of patches only.
+        split = "image_grid_thw" in self.loaded.family.vision_inputs
         for i, request in enumerate(requests):
             reason = "second stage continues its own cache" if request.mode == "answer" else alone
+            if reason is None and request.keep_cache and request.images and not split:
+                reason = "this family's image inputs are not split per request"
             if reason:
                 results[i] = self.generate(request)
                 results[i].batch_size, results[i].fallback = 1, reason
@@ -290,12 +308,11 @@ class HFGenerator:
         _sync(dev)
         t0 = time.perf_counter()
         rendered = [self._prompt(r) for r in requests]
-        images = images_mod.prepare([image for r in requests for image in r.images], lm.processor)
+        images = images_mod.prepare([image for r in requests for image in r.images], lm.processor, lm.family)
         tokenizer = lm.tokenizer
         side, tokenizer.padding_side = tokenizer.padding_side, "left"
         try:
-            inputs = lm.processor(text=[prompt for prompt, _ in rendered], images=images or None,
-                                  return_tensors="pt", padding=True, do_resize=False)
+            inputs = lm.family.encode(lm.processor, [prompt for prompt, _ in rendered], images, padding=True)
         finally:
             tokenizer.padding_side = side
         inputs = {k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in dict(inputs).items()}
@@ -307,7 +324,7 @@ class HFGenerator:
         first = requests[0]
         config = self._config(first)
         clock = _Clock(dev)
-        vision = _VisionTimer(lm.model.model.visual, dev)
+        vision = _VisionTimer(lm.family.tower(lm.model), dev)
         try:
             out = lm.model.generate(**inputs, generation_config=config,
                                     logits_processor=LogitsProcessorList([clock]))
@@ -333,7 +350,7 @@ class HFGenerator:
             new = new[:n_out]
             result = Result(text=lm.tokenizer.decode(new, skip_special_tokens=True),
                             input_tokens=width - pads[i], output_tokens=n_out, times=dict(times),
-                            stopped=bool(len(ended)), first_text=text, batch_size=n)
+                            stopped=bool(len(ended)), first_text=text, batch_size=n, images=len(request.images))
             if request.keep_cache:
                 self._keep_row(result, out, inputs, i, pads[i], width + n_out, image_rows[i])
             results.append(result)
@@ -348,12 +365,13 @@ class HFGenerator:
         lm = self.loaded
         result.sequence = out.sequences[i:i + 1, pad:end]
         n_out = end - inputs["input_ids"].shape[1]
-        mm = inputs["mm_token_type_ids"][i:i + 1, pad:]
-        result.mm_token_type_ids = torch.cat([mm, torch.zeros((1, n_out), dtype=mm.dtype, device=mm.device)], 1)
+        for key in lm.family.token_inputs:
+            mm = inputs[key][i:i + 1, pad:]
+            result.token_inputs[key] = torch.cat([mm, torch.zeros((1, n_out), dtype=mm.dtype, device=mm.device)], 1)
         rows = (slice(i, i + 1), slice(None), slice(pad, end - 1))  # [1, heads, kept positions, head_dim]
         result.cache = DynamicCache(ddp_cache_data=[(layer.keys[rows], layer.values[rows])
                                                     for layer in out.cache.layers], config=lm.model.config)
-        result.rope_deltas = lm.model.model.rope_deltas[i:i + 1]
+        result.position_state = {k: getattr(lm.model.model, k)[i:i + 1] for k in lm.family.position_state}
         if "image_grid_thw" in inputs and images.stop > images.start:
             grid = inputs["image_grid_thw"]
             patches = torch.cat([grid.new_zeros(1), grid.prod(-1).cumsum(0)])

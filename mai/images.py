@@ -72,12 +72,12 @@ def smart_resize(height: int, width: int, min_pixels: int, max_pixels: int, fact
     return h, w
 
 
-def resize(image: Image.Image, min_pixels: int, max_pixels: int) -> Image.Image:
+def resize(image: Image.Image, min_pixels: int, max_pixels: int, factor: int = FACTOR) -> Image.Image:
     """The image at the size lmms-eval gives it (RGB, PIL's default bicubic filter, as fetch_image)."""
     if image.mode != "RGB":
         image = image.convert("RGB")
     width, height = image.size
-    h, w = smart_resize(height, width, min_pixels, max_pixels)
+    h, w = smart_resize(height, width, min_pixels, max_pixels, factor)
     return image if (w, h) == image.size else image.resize((w, h))
 
 
@@ -88,10 +88,17 @@ def processor_bounds(processor) -> tuple[int, int]:
     return int(get("shortest_edge")), int(get("longest_edge"))
 
 
-def prepare(images: list, processor) -> list[Image.Image]:
-    """Images resized for ``processor``'s bounds, to be passed with ``do_resize=False``.  A bare
-    tokenizer (no image processor) takes no images anyway: they are returned as they are."""
+def prepare(images: list, processor, family=None) -> list[Image.Image]:
+    """Images resized for ``processor``'s bounds, to be passed with ``do_resize=False``, for a family
+    sized by qwen_vl_utils (its factor: Qwen3-VL 32, Qwen2.5-VL 28). Families whose lmms-eval wrapper
+    leaves sizing to the processor (SigLIP's fixed size, Idefics3's tiles, ...) get their images as they
+    are, in RGB. A bare tokenizer (no image processor) takes no images anyway."""
+    from mai import families
+
+    family = family or families.default()
     if not images or not hasattr(processor, "image_processor"):
         return list(images)
+    if family.resize_factor is None:
+        return [image if image.mode == "RGB" else image.convert("RGB") for image in images]
     lo, hi = processor_bounds(processor)
-    return [resize(image, lo, hi) for image in images]
+    return [resize(image, lo, hi, family.resize_factor) for image in images]

@@ -1,4 +1,7 @@
-"""Load a Qwen3-VL checkpoint, or build random weights of a named architecture, behind one interface.
+"""Load a checkpoint of any supported family (mai.families), or build random weights of a named architecture.
+
+The Qwen3-VL specifics below (its shapes, offline processor and released-layout writer) are what the
+Qwen3-VL adapter (mai/families/qwen3_vl.py) points at; the other families keep theirs in their own file.
 
 A model spec is either an architecture name from ARCHITECTURES (random weights, Qwen3's real tokenizer
 and Qwen's image processor, no hub) or a hub id / local path of a checkpoint (loaded with AutoProcessor
@@ -10,7 +13,6 @@ checkpoint path itself runs here too (scripts/make_checkpoint.py).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib.util
 import json
 import os
@@ -20,7 +22,7 @@ from typing import Any
 
 import torch
 
-from mai import MaiError, hub
+from mai import MaiError, families, hub
 
 ASSETS = Path(__file__).parent / "assets"
 # Qwen3-VL's own chat templates, verbatim from the released checkpoints (sources in mai/assets/README.md).
@@ -91,7 +93,7 @@ _LABEL_PATTERN = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)B(?![A-Za-z0-9])",
 
 def model_label(spec: str) -> str:
     """'Qwen/Qwen3-VL-8B-Instruct' -> '8B'; 'qwen3-vl-2b' -> '2B'; 'tiny-small' -> 'tiny-small'."""
-    if spec in ARCHITECTURES and spec.startswith("tiny"):
+    if spec.startswith("tiny") and spec in families.architectures():
         return spec
     match = _LABEL_PATTERN.search(Path(spec.rstrip("/")).name)
     label = match.group(1).upper() + "B" if match else Path(spec.rstrip("/")).name
@@ -110,6 +112,10 @@ class LoadedModel:
     thinking: bool  # a Thinking checkpoint: its chat template opens the answer with <think>
     device: torch.device
     dtype: torch.dtype
+    family: families.Family | None = None  # None: Qwen3-VL (families.default())
+
+    def __post_init__(self):
+        self.family = self.family or families.default()
 
     @property
     def tokenizer(self):
@@ -151,25 +157,17 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
 
 
 def architecture_config(name: str):
-    from transformers import Qwen3VLConfig
+    """The transformers config of a random-weight architecture of any family (mai.families)."""
+    family = families.by_architecture(name)
+    if family is None:
+        raise MaiError(f"unknown architecture '{name}'; choose from: {', '.join(families.architectures())}")
+    return family.config(name)
 
-    if name not in ARCHITECTURES:
-        raise MaiError(f"unknown architecture '{name}'; choose from: {', '.join(ARCHITECTURES)}")
-    return Qwen3VLConfig(**ARCHITECTURES[name])
 
-
-@functools.cache
 def _image_text_processor_class():
     from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
-    class ImageTextQwen3VLProcessor(Qwen3VLProcessor):
-        # ProcessorMixin takes its required sub-processors from this signature; leaving out
-        # `video_processor` (which needs torchvision) lets it be None. Images and text are unchanged.
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                             chat_template=chat_template, **kwargs)
-
-    return ImageTextQwen3VLProcessor
+    return families.without_video_processor(Qwen3VLProcessor)
 
 
 def tokenizer_dir() -> Path:
@@ -191,12 +189,16 @@ def chat_template(thinking: bool = False) -> str:
     return json.loads(CHAT_TEMPLATE_FILES[bool(thinking)].read_text())["chat_template"]
 
 
-def is_thinking(spec: str) -> bool:
+def is_thinking(spec: str, family: families.Family | None = None) -> bool:
     """A Thinking checkpoint: by its name (Qwen/Qwen3-VL-8B-Thinking), or, for a local directory of any
-    name, by its chat template, whose generation prompt opens <think> (the Instruct template's does not)."""
+    name, by its chat template, which holds the family's thinking marker (Qwen3-VL: a generation prompt
+    that opens <think>, which the Instruct template's does not; Qwen3: the enable_thinking switch)."""
+    family = family or families.default()
     folder = Path(spec.rstrip("/"))
     if "thinking" in folder.name.lower():  # the name, not the folders above it
         return True
+    if family.thinking_marker is None:
+        return False
     template = None
     if (folder / "chat_template.jinja").is_file():
         template = (folder / "chat_template.jinja").read_text()
@@ -206,8 +208,7 @@ def is_thinking(spec: str) -> bool:
                 template = json.loads((folder / name).read_text()).get("chat_template")
                 if template:
                     break
-    # In the template's source the newlines are Jinja string escapes: a backslash and an n.
-    return isinstance(template, str) and "assistant\\n<think>\\n" in template
+    return isinstance(template, str) and family.thinking_marker in template
 
 
 def offline_processor(min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS, thinking: bool = False):
@@ -246,31 +247,54 @@ def is_local_or_hub_id(spec: str) -> bool:
     return Path(spec).exists() or "/" in spec
 
 
+def checkpoint_family(spec: str) -> families.Family:
+    """The family of a checkpoint, by its config.json's model_type (one line naming the supported ones
+    when it is none of them)."""
+    from transformers import AutoConfig
+
+    try:
+        model_type = AutoConfig.from_pretrained(spec).model_type
+    except ValueError as err:  # a model_type transformers itself does not know
+        raise MaiError(f"cannot read the config of '{spec}' ({str(err).splitlines()[0]}); supported model "
+                       f"types: {families.supported()}") from None
+    return families.by_model_type(model_type)
+
+
+def _build(family: families.Family, name: str, dev: torch.device, torch_dtype: torch.dtype,
+           attn_implementation: str, seed: int):
+    torch.manual_seed(seed)
+    config = family.config(name)
+    config._attn_implementation = attn_implementation
+    # Build directly on the target device in the target dtype: a 2B shape in fp32 on CPU would
+    # otherwise need twice the memory for a moment.
+    with torch.device(dev):
+        prev = torch.get_default_dtype()
+        torch.set_default_dtype(torch_dtype)
+        try:
+            return family.model_cls()(config)
+        finally:
+            torch.set_default_dtype(prev)
+
+
 def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "auto",
                attn_implementation: str = "sdpa", seed: int = 0, min_pixels: int = MIN_PIXELS,
                max_pixels: int = MAX_PIXELS) -> LoadedModel:
-    """Load a checkpoint (hub id or local path) or build random weights by architecture name."""
-    from transformers import GenerationConfig, Qwen3VLForConditionalGeneration
+    """Load a checkpoint (hub id or local path) or build random weights by architecture name, with the
+    class and processor of its family (mai.families)."""
+    from transformers import GenerationConfig
 
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    thinking = is_thinking(spec)
-    if spec in ARCHITECTURES:
-        torch.manual_seed(seed)
-        config = architecture_config(spec)
-        config._attn_implementation = attn_implementation
-        # Build directly on the target device in the target dtype: a 2B shape in fp32 on CPU would
-        # otherwise need twice the memory for a moment.
-        with torch.device(dev):
-            prev = torch.get_default_dtype()
-            torch.set_default_dtype(torch_dtype)
-            try:
-                model = Qwen3VLForConditionalGeneration(config)
-            finally:
-                torch.set_default_dtype(prev)
-        model.generation_config = GenerationConfig(eos_token_id=[IM_END_ID, ENDOFTEXT_ID],
-                                                   pad_token_id=ENDOFTEXT_ID)
-        processor = offline_processor(min_pixels, max_pixels)
+    family = families.by_architecture(spec)
+    if family is not None:
+        processor = family.offline_processor(min_pixels, max_pixels)
+        # A family whose template has a thinking switch (Qwen3's enable_thinking) thinks when asked.
+        thinking = is_thinking(spec, family) or bool(family.thinking_kwargs(True))
+        model = _build(family, spec, dev, torch_dtype, attn_implementation, seed)
+        tokenizer = getattr(processor, "tokenizer", processor)
+        eos = family.stop_ids(tokenizer)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[-1]
+        model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
         random_weights = True
     elif is_local_or_hub_id(spec):
         local = Path(spec).exists()
@@ -280,8 +304,10 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
                            "checkpoint where you have access and pass its local directory instead, e.g. "
                            "--models /data/Qwen3-VL-2B-Instruct (or set HF_HUB_OFFLINE=1 with a local cache)")
         try:
-            processor = checkpoint_processor(spec, min_pixels, max_pixels)
-            model = Qwen3VLForConditionalGeneration.from_pretrained(
+            family = checkpoint_family(spec)
+            thinking = is_thinking(spec, family)
+            processor = load_processor(family, spec, min_pixels, max_pixels)
+            model = family.model_cls().from_pretrained(
                 spec, dtype=torch_dtype, attn_implementation=attn_implementation, device_map=dev)
         except (OSError, *hub.connection_errors()) as err:
             where = "local path" if local else "hub id"
@@ -292,10 +318,33 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
         random_weights = written_random_weights(spec)
     else:
         raise MaiError(f"unknown model '{spec}'; give a hub id (Qwen/Qwen3-VL-2B-Instruct), a local "
-                       f"checkpoint directory, or a random-weight architecture: {', '.join(ARCHITECTURES)}")
+                       f"checkpoint directory, or a random-weight architecture: "
+                       f"{', '.join(families.architectures())}")
     model.eval()
     return LoadedModel(spec=spec, label=model_label(spec), model=model, processor=processor,
-                       random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype)
+                       random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype,
+                       family=family)
+
+
+def load_processor(family: families.Family, spec: str, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS):
+    """A checkpoint's own processor (multimodal families) or tokenizer (text-only ones)."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    if family is families.default():
+        return checkpoint_processor(spec, min_pixels, max_pixels)
+    if not family.multimodal:
+        return AutoTokenizer.from_pretrained(spec)
+    # Families sized by qwen_vl_utils take the run's pixel bounds (mai.images), as Qwen3-VL's does.
+    bounds = dict(min_pixels=min_pixels, max_pixels=max_pixels) if family.resize_factor else {}
+    try:
+        processor = AutoProcessor.from_pretrained(spec, **bounds)
+        if hasattr(processor, "image_processor"):
+            return processor
+    except (OSError, ImportError, ValueError):
+        pass
+    if family.image_text_processor is None:
+        raise MaiError(f"cannot build the image processor of '{spec}' ({family.name}) here")
+    return family.image_text_processor().from_pretrained(spec, **bounds)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -448,7 +497,8 @@ def load_text_model(name: str, device: str | None = "cpu", attn_implementation: 
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32,
                                                  attn_implementation=attn_implementation).to(dev).eval()
     return LoadedModel(spec=f"{package}/{gguf}", label=name, model=model, processor=tokenizer,
-                       random_weights=False, thinking=False, device=dev, dtype=torch.float32)
+                       random_weights=False, thinking=False, device=dev, dtype=torch.float32,
+                       family=families.by_model_type(model.config.model_type))
 
 
 def memory_report() -> dict:

@@ -16,9 +16,11 @@ checkpoints see exactly their template, with lmms-eval's system prompt.
 """
 from __future__ import annotations
 
+from mai import families
+
 MODES = ("simple", "think", "answer")
 
-SYSTEM_PROMPT = "You are a helpful assistant."  # what lmms-eval's Qwen3-VL wrapper sends
+SYSTEM_PROMPT = families.SYSTEM_PROMPT  # what lmms-eval's Qwen3-VL wrapper sends
 THINK_INSTRUCTION = ("\nThink step by step before answering, then finish with "
                      "\"The answer is\" followed by your final answer.")
 ANSWER_INSTRUCTION = "Based on your reasoning above, give your final answer to the question."
@@ -42,41 +44,52 @@ def user_text(question: str, mode: str, post_prompt: str = "", context: str | No
     return text
 
 
-def conversation(n_images: int, text: str) -> list[dict]:
-    content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": text}]
-    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-            {"role": "user", "content": content}]
+def conversation(n_images: int, text: str, family: families.Family | None = None) -> list[dict]:
+    """System and user turns in the family's message format: typed parts (images, then text, as
+    lmms-eval sends them), or one string for templates of text-only models, which cannot take parts."""
+    family = family or families.default()
+    messages = [] if family.system_prompt is None else [_turn("system", family.system_prompt, family)]
+    if family.content_parts:
+        content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": text}]
+        return messages + [{"role": "user", "content": content}]
+    return messages + [_turn("user", text, family)]
 
 
-def render(processor, n_images: int, text: str, thinking: bool) -> str:
+def _turn(role: str, text: str, family: families.Family) -> dict:
+    return {"role": role, "content": [{"type": "text", "text": text}] if family.content_parts else text}
+
+
+def render(processor, n_images: int, text: str, thinking: bool, family: families.Family | None = None) -> str:
     """The prompt string up to the assistant's turn, by the processor's chat template. Qwen3-VL's
     templates take no thinking switch: a Thinking checkpoint's own template opens <think> on every
-    generation prompt, an Instruct one's never does (`thinking` is kept for the callers' symmetry)."""
-    del thinking
-    return processor.apply_chat_template(conversation(n_images, text), tokenize=False,
-                                         add_generation_prompt=True)
+    generation prompt, an Instruct one's never does. A family with a switch (Qwen3's enable_thinking)
+    gets it from `thinking`."""
+    family = family or families.default()
+    return processor.apply_chat_template(conversation(n_images, text, family), tokenize=False,
+                                         add_generation_prompt=True, **family.thinking_kwargs(thinking))
 
 
 def second_stage_suffix(processor, n_images: int, first_text: str, post_prompt: str,
-                        thinking: bool) -> str:
+                        thinking: bool, family: families.Family | None = None) -> str:
     """Text that follows the first stage's generated tokens in the second stage's prompt.
 
     The first stage's tokens stay as generated (re-tokenizing their text could split differently and
     break the cache), so only what the template puts after them is rendered: the end of the
-    assistant turn, the answer request, and the new assistant turn.
+    assistant turn, the answer request, and the new assistant turn. The answer is asked for without
+    thinking (a family's switch off): the reasoning is already there.
     """
-    messages = conversation(n_images, first_text) + [
-        {"role": "assistant", "content": [{"type": "text", "text": _SENTINEL}]},
-        {"role": "user", "content": [{"type": "text", "text": ANSWER_INSTRUCTION + post_prompt}]},
-    ]
-    full = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    family = family or families.default()
+    messages = conversation(n_images, first_text, family) + [
+        _turn("assistant", _SENTINEL, family), _turn("user", ANSWER_INSTRUCTION + post_prompt, family)]
+    full = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                         **family.thinking_kwargs(False))
     return full.split(_SENTINEL, 1)[1]
 
 
 def second_stage_suffix_ids(processor, n_images: int, first_text: str, post_prompt: str,
-                            thinking: bool) -> list[int]:
+                            thinking: bool, family: families.Family | None = None) -> list[int]:
     """second_stage_suffix as token ids, appended to the first stage's own tokens by every backend and
     by the attention capture alike (no special tokens added: the template's text carries them)."""
     tokenizer = getattr(processor, "tokenizer", processor)
-    suffix = second_stage_suffix(processor, n_images, first_text, post_prompt, thinking)
+    suffix = second_stage_suffix(processor, n_images, first_text, post_prompt, thinking, family)
     return tokenizer(suffix, add_special_tokens=False).input_ids

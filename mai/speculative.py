@@ -30,6 +30,7 @@ import time
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
+from mai import MaiError
 from mai.generation import HFGenerator, Request, Result, _sync
 from mai.models import LoadedModel
 
@@ -145,8 +146,10 @@ class SpeculativeGenerator(HFGenerator):
         super().__init__(target, seed)
         t_vocab = target.model.config.get_text_config().vocab_size
         d_vocab = draft.model.config.get_text_config().vocab_size
-        if t_vocab != d_vocab:
-            raise ValueError(f"draft and target must share a vocabulary ({d_vocab} != {t_vocab})")
+        if t_vocab != d_vocab or target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
+            # Token-level drafting proposes token ids: both models must read them as the same text.
+            raise MaiError(f"speculative decoding needs a draft and a target with one tokenizer: "
+                           f"{draft.label} ({draft.family.name}) and {target.label} ({target.family.name}) differ")
         self.draft, self.num_assistant_tokens, self.draft_sees_image = draft, num_assistant_tokens, draft_sees_image
         self._stats: dict | None = None
 
@@ -169,12 +172,14 @@ class SpeculativeGenerator(HFGenerator):
             return generator
 
         vision_calls = [0]
-        hook = draft.model.visual.register_forward_hook(lambda *_: vision_calls.__setitem__(0, vision_calls[0] + 1))
+        tower = self.draft.family.tower(draft)
+        hook = None if tower is None else tower.register_forward_hook(
+            lambda *_: vision_calls.__setitem__(0, vision_calls[0] + 1))
         old_n = draft.generation_config.num_assistant_tokens
         try:
             with contextlib.ExitStack() as stack:
                 stack.enter_context(_instance_override(target, "_get_candidate_generator", counted_candidates))
-                vision_inputs = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
+                vision_inputs = {k: inputs[k] for k in self.draft.family.vision_inputs if k in inputs}
                 if self.draft_sees_image and vision_inputs:
                     stack.enter_context(_instance_override(draft, "prepare_inputs_for_generation",
                                                            _prefill_with_image(draft, vision_inputs)))
@@ -184,7 +189,8 @@ class SpeculativeGenerator(HFGenerator):
                                       logits_processor=LogitsProcessorList([_TargetClock(clock, counter)]))
         finally:
             draft.generation_config.num_assistant_tokens = old_n
-            hook.remove()
+            if hook is not None:
+                hook.remove()
         self._stats = counter.stats(draft=self.draft.label, draft_sees_image=self.draft_sees_image,
                                     draft_vision_calls=vision_calls[0])
         return out

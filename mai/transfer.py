@@ -94,9 +94,8 @@ def _check(first: Result, query: str) -> None:
 def _suffix_ids(generator: HFGenerator, first: Result, post_prompt: str) -> torch.Tensor:
     """The second stage's suffix as token ids [1, n], exactly as mai.generation renders it."""
     lm = generator.loaded
-    n_images = int(first.vision_inputs["image_grid_thw"].shape[0]) if first.vision_inputs else 0
-    return torch.tensor([prompts.second_stage_suffix_ids(lm.processor, n_images, first.first_text, post_prompt,
-                                                         lm.thinking)])
+    return torch.tensor([prompts.second_stage_suffix_ids(lm.processor, first.images, first.first_text, post_prompt,
+                                                         lm.thinking, lm.family)])
 
 
 def _sequence(generator: HFGenerator, first: Result, post_prompt: str, query: str) -> tuple[torch.Tensor, list[int]]:
@@ -145,11 +144,13 @@ def capture_on_cache(generator: HFGenerator, first: Result, post_prompt: str, la
     feed = ids[:, reuse:].to(device)
     # M-RoPE offsets of the first stage's image: positions continue from the cache (no attention mask,
     # so transformers counts them from the cache length).
-    lm.model.model.rope_deltas = first.rope_deltas
+    for name, value in first.position_state.items():
+        setattr(lm.model.model, name, value)
+    text = {k: torch.zeros_like(feed) for k in lm.family.token_inputs}  # the fed tokens are text
     _sync(device)
     t0 = time.perf_counter()
     with torch.inference_mode(), capture_attention(lm.model, layers) as cap:
-        lm.model(input_ids=feed, mm_token_type_ids=torch.zeros_like(feed), cache=cache, use_cache=True)
+        lm.model(input_ids=feed, cache=cache, use_cache=True, **text)
     _sync(device)
     seconds = time.perf_counter() - t0
     rows = {layer: row.float().cpu() for layer, row in cap.rows.items()}
@@ -162,9 +163,10 @@ def attention_over_reasoning(generator: HFGenerator, first: Result, post_prompt:
     _check(first, query)
     ids, reasoning = _sequence(generator, first, post_prompt, query)
     start = first.input_tokens
-    mm = torch.zeros_like(ids)
-    mm[:, :start] = first.mm_token_type_ids[:, :start].cpu()
-    inputs = dict(input_ids=ids, mm_token_type_ids=mm, **(first.vision_inputs or {}))
+    inputs = dict(input_ids=ids, **(first.vision_inputs or {}))
+    for key in generator.loaded.family.token_inputs:  # the prompt's own values, text (0) after it
+        inputs[key] = torch.zeros_like(ids)
+        inputs[key][:, :start] = first.token_inputs[key][:, :start].cpu()
     return capture_reasoning(generator.loaded.model, inputs, start, reasoning, layers, query)
 
 

@@ -44,11 +44,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mai import MaiError, prompts
+from mai import MaiError, families, prompts
 from mai import images as images_mod
 from mai.generation import STAGES, Request, Result
-from mai.models import (ARCHITECTURES, ENDOFTEXT_ID, IM_END_ID, MAX_PIXELS, MIN_PIXELS, is_thinking, model_label,
-                        write_checkpoint)
+from mai.models import MAX_PIXELS, MIN_PIXELS, is_thinking, model_label, write_checkpoint
 
 INSTALL_HINT = "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
 _DTYPES = {"auto": "auto", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
@@ -87,7 +86,8 @@ def sampling_fields(request: Request, eos_token_ids: list[int]) -> dict:
                 frequency_penalty=0.0, skip_special_tokens=True)
 
 
-def build_prompt(processor, request: Request, thinking: bool = False) -> tuple[dict, PrefixState]:
+def build_prompt(processor, request: Request, thinking: bool = False,
+                 family: families.Family | None = None) -> tuple[dict, PrefixState]:
     """The vLLM prompt (a TokensPrompt as a dict) for one request, and the prefix a second stage extends.
 
     First stages render the chat template as the transformers backend does; a second stage (mode
@@ -99,15 +99,16 @@ def build_prompt(processor, request: Request, thinking: bool = False) -> tuple[d
         if not isinstance(state, PrefixState):
             raise ValueError("mode 'answer' continues a first stage: pass reuse=<vLLM Result with keep_cache>")
         ids = state.prompt_ids + state.reasoning_ids + prompts.second_stage_suffix_ids(
-            processor, len(state.images), state.first_text, request.post_prompt, thinking)
+            processor, len(state.images), state.first_text, request.post_prompt, thinking, family)
         images = state.images
     else:
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking)
-        prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think")
+        prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think",
+                                family=family)
         ids = tokenizer(prompt, add_special_tokens=False).input_ids
         # lmms-eval's image sizes (mai.images), resized by us as the transformers backend does: the
         # engine's processor, with the same bounds, then leaves the size as it is.
-        images = images_mod.prepare(request.images, processor)
+        images = images_mod.prepare(request.images, processor, family)
         state = PrefixState(prompt, list(ids), [], images, text)
     out: dict[str, Any] = {"prompt_token_ids": list(ids)}
     if images:
@@ -158,8 +159,12 @@ def write_dummy_checkpoint(name: str, directory, min_pixels: int = MIN_PIXELS, m
     """A checkpoint directory without weights for vLLM's load_format="dummy", by the same writer as
     scripts/make_checkpoint.py --no-weights (mai.models.write_checkpoint: the released layout, Qwen3's
     tokenizer), with these image pixel bounds in its preprocessor_config.json."""
-    if name not in ARCHITECTURES:
-        raise MaiError(f"random weights need an architecture name ({', '.join(ARCHITECTURES)}), got '{name}'")
+    family = families.by_architecture(name)
+    if family is None:
+        raise MaiError(f"random weights need an architecture name ({', '.join(families.architectures())}), "
+                       f"got '{name}'")
+    if family is not families.default():
+        return family.write_checkpoint(name, directory, weights=False)
     return write_checkpoint(name, directory, weights=False,
                             image_size={"shortest_edge": min_pixels, "longest_edge": max_pixels})
 
@@ -176,14 +181,14 @@ class VLLMGenerator:
                  enforce_eager: bool = False, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS,
                  max_images: int = 1, hf_device: str = "auto"):
         from mai import hub
-        from mai.models import checkpoint_processor, is_local_or_hub_id, offline_processor
+        from mai.models import checkpoint_family, is_local_or_hub_id, load_processor
 
         vllm = require_vllm()
         if dtype not in _DTYPES:
             raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
         self.spec, self.label, self.seed = spec, model_label(spec), seed
-        self.random_weights = spec in ARCHITECTURES
-        self.thinking = is_thinking(spec)  # by name, or by a local directory's chat template
+        self.family = families.by_architecture(spec)
+        self.random_weights = self.family is not None
         self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
         self.hf_device, self.dtype = hf_device, dtype
         self._loaded = None
@@ -191,19 +196,23 @@ class VLLMGenerator:
         if self.random_weights:
             self._tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
             path = str(write_dummy_checkpoint(spec, self._tmp.name, min_pixels, max_pixels))
-            self.processor = offline_processor(min_pixels, max_pixels)
+            self.processor = self.family.offline_processor(min_pixels, max_pixels)
         elif is_local_or_hub_id(spec):
             reason = None if Path(spec).exists() else hub.unreachable()
             if reason is not None:
                 raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Pass a local "
                                "checkpoint directory instead, e.g. --small /data/Qwen3-VL-2B-Instruct")
             path = spec
-            self.processor = checkpoint_processor(spec, min_pixels, max_pixels)
+            self.family = checkpoint_family(spec)
+            self.processor = load_processor(self.family, spec, min_pixels, max_pixels)
         else:
             raise MaiError(f"unknown model '{spec}'; give a hub id, a local checkpoint directory, or a "
-                           f"random-weight architecture: {', '.join(ARCHITECTURES)}")
+                           f"random-weight architecture: {', '.join(families.architectures())}")
+        if not self.family.vllm:
+            raise MaiError(f"the vLLM backend does not serve the {self.family.name} family here; use --backend hf")
+        self.thinking = is_thinking(spec, self.family)  # by name, or by a local directory's chat template
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
-        self.eos_token_ids = [IM_END_ID, ENDOFTEXT_ID]
+        self.eos_token_ids = self.family.stop_ids(self.tokenizer)
         self.engine_args = dict(
             model=path, tokenizer=path, tensor_parallel_size=tensor_parallel_size, dtype=_DTYPES[dtype], seed=seed,
             enable_prefix_caching=True, limit_mm_per_prompt={"image": max_images, "video": 0},
@@ -253,7 +262,7 @@ class VLLMGenerator:
         return self._run(list(requests), batch=True) if requests else []
 
     def _run(self, requests: list[Request], batch: bool) -> list[Result]:
-        built = [build_prompt(self.processor, r, self.thinking) for r in requests]
+        built = [build_prompt(self.processor, r, self.thinking, self.family) for r in requests]
         params = [self._SamplingParams(**sampling_fields(r, self.eos_token_ids)) for r in requests]
         t0 = time.perf_counter()
         outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
@@ -307,8 +316,8 @@ class VLLMGenerator:
         if not isinstance(state, PrefixState):
             raise ValueError("the first stage must be generated with keep_cache=True to transfer sparsely")
         lm = self.loaded
-        images = images_mod.prepare(state.images, lm.processor)  # a no-op on images build_prompt resized
-        inputs = dict(lm.processor(text=[state.prompt], images=images or None, return_tensors="pt", do_resize=False))
+        images = images_mod.prepare(state.images, lm.processor, lm.family)  # a no-op on images build_prompt resized
+        inputs = dict(lm.family.encode(lm.processor, [state.prompt], images))
         start = inputs["input_ids"].shape[1]
         if start != first.input_tokens and not self._warned:
             self._warned = True
@@ -316,13 +325,14 @@ class VLLMGenerator:
                   f"{first.input_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
         parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
         if query == "answer":
-            parts.append(torch.tensor([prompts.second_stage_suffix_ids(lm.processor, len(state.images),
-                                                                        state.first_text, post_prompt, lm.thinking)]))
+            parts.append(torch.tensor([prompts.second_stage_suffix_ids(
+                lm.processor, len(state.images), state.first_text, post_prompt, lm.thinking, lm.family)]))
         ids = torch.cat(parts, dim=1)
-        mm = torch.zeros_like(ids)
-        mm[:, :start] = inputs["mm_token_type_ids"]
-        vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs}
+        vision = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
         if "pixel_values" in vision:
             vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
-        return capture_reasoning(lm.model, dict(input_ids=ids, mm_token_type_ids=mm, **vision), start,
+        for key in lm.family.token_inputs:  # the prompt's own values, text (0) after it
+            vision[key] = torch.zeros_like(ids)
+            vision[key][:, :start] = inputs[key]
+        return capture_reasoning(lm.model, dict(input_ids=ids, **vision), start,
                                  list(state.reasoning_ids), layers, query)

@@ -1,10 +1,13 @@
 #!/usr/bin/env python
-"""Write a random-weight Qwen3-VL checkpoint directory in the layout of a downloaded one.
+"""Write a random-weight checkpoint directory of any supported family in the layout of a downloaded one.
 
     python scripts/make_checkpoint.py NAME DIR [--thinking] [--no-weights] [--seed N]
 
-NAME is an architecture of mai.models: tiny-small, tiny-large, qwen3-vl-2b, qwen3-vl-4b, qwen3-vl-8b.
-DIR receives what Qwen/Qwen3-VL-*-Instruct (with --thinking: -Thinking) holds: config.json with the
+NAME is a random-weight architecture of mai.families: Qwen3-VL's tiny-small, tiny-large, qwen3-vl-2b/4b/8b,
+and each other family's (tiny-qwen2.5-vl, tiny-gemma3, tiny-llava-onevision, tiny-qwen3, tiny-smollm2,
+tiny-gemma3-text, ...; see --help). Other families are written by transformers' own writers
+(mai.families.checkpoints): config.json, generation_config.json, model.safetensors, the processor's or
+tokenizer's files with the chat template, and the same mai_checkpoint.json marker. For Qwen3-VL, DIR receives what Qwen/Qwen3-VL-*-Instruct (with --thinking: -Thinking) holds: config.json with the
 released values, generation_config.json, preprocessor_config.json, video_preprocessor_config.json,
 chat_template.json, Qwen3's tokenizer files (tokenizer.json, vocab.json, merges.txt,
 tokenizer_config.json) and random bf16 weights as safetensors (sharded with model.safetensors.index.json
@@ -24,21 +27,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mai import cli  # noqa: E402
-from mai.models import ARCHITECTURES, write_checkpoint  # noqa: E402
+from mai import cli, families  # noqa: E402
 
 
 def main(argv=None) -> None:
+    architectures = families.architectures()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", choices=list(ARCHITECTURES), metavar="NAME",
-                   help=f"architecture: {', '.join(ARCHITECTURES)}")
+    p.add_argument("name", choices=list(architectures), metavar="NAME",
+                   help=f"architecture: {', '.join(architectures)}")
     p.add_argument("directory", metavar="DIR", help="output directory (created; files in it are replaced)")
     p.add_argument("--thinking", action="store_true", help="a -Thinking checkpoint: its chat template opens <think>")
     p.add_argument("--no-weights", dest="weights", action="store_false",
                    help="leave out the weights (for vLLM's load_format='dummy')")
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
     args = p.parse_args(argv)
-    out = write_checkpoint(args.name, args.directory, thinking=args.thinking, weights=args.weights, seed=args.seed)
+    family = architectures[args.name]
+    out = family.write_checkpoint(args.name, args.directory, thinking=args.thinking, weights=args.weights,
+                                  seed=args.seed)
     files = sorted(f.name for f in out.iterdir())
     print(f"{out}: {args.name}{' (Thinking)' if args.thinking else ''}, "
           f"{'random weights' if args.weights else 'no weights'}: {', '.join(files)}")
