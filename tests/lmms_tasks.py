@@ -114,3 +114,19 @@ def write_tasks(directory: Path, n: int = 4, tasks=("mai_local_pope", "mai_local
             "  data_files:\n"
             f"    {split}: {parquet}\n")
     return directory
+
+
+def write_unknown_task(directory: Path, n: int = 2, name: str = "mai_local_unknown") -> str:
+    """A task we have no agreement rule for: ChartQA's rows and metric, but its own doc_to_text (the bare
+    question column), so neither its name nor its doc_to_text is one of ours. Returns its name."""
+    import datasets
+    import lmms_eval
+
+    rows = chartqa_rows(n)
+    parquet = directory / f"{name}.parquet"
+    datasets.Dataset.from_dict(rows, features=_features(rows)).to_parquet(str(parquet))
+    include = Path(lmms_eval.__file__).parent / "tasks" / "chartqa" / "chartqa.yaml"
+    (directory / f"{name}.yaml").write_text(
+        f"include: {include}\ntask: {name}\ndoc_to_text: question\ndataset_path: parquet\n"
+        f"dataset_kwargs:\n  data_files:\n    test: {parquet}\n")
+    return name

@@ -25,7 +25,7 @@ from mai import metrics  # noqa: E402
 from mai.cascade import ROUTES  # noqa: E402
 from mai.results import read_rows  # noqa: E402
 
-from lmms_tasks import write_tasks  # noqa: E402
+from lmms_tasks import write_tasks, write_unknown_task  # noqa: E402
 
 TASKS = ("mai_local_pope", "mai_local_chartqa")
 N_DOCS = 4
@@ -86,9 +86,10 @@ def cli_run(tmp_path_factory):
     exe = lmms_eval_cli()
     root = tmp_path_factory.mktemp("cli")
     tasks = write_tasks(root / "tasks", n=N_DOCS)
+    unknown = write_unknown_task(tasks)
     out = root / "lmms"
     cmd = [exe, "--model", "mai", "--model_args", model_args(**TINY, out=root / "runs", run_name="cli"),
-           "--tasks", ",".join(TASKS), "--include_path", str(tasks), "--output_path", str(out), "--log_samples",
+           "--tasks", ",".join((*TASKS, unknown)), "--include_path", str(tasks), "--output_path", str(out), "--log_samples",
            "--batch_size", str(N_DOCS)]
     proc = subprocess.run(cmd, cwd=root, env=ENV, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -101,6 +102,8 @@ def cli_run(tmp_path_factory):
 def test_cli_metrics_equal_ours(cli_run):
     _, results, samples, rows = cli_run
     check_against_lmms_eval(results, samples, rows)
+    # The task we have no rule for is still scored by lmms-eval, on what we returned.
+    assert "relaxed_overall,none" in results["mai_local_unknown"]
 
 
 def test_cli_writes_our_rows_route_traces_and_config(cli_run):
@@ -108,10 +111,14 @@ def test_cli_writes_our_rows_route_traces_and_config(cli_run):
     run = root / "runs" / "lmms_eval" / "cli"
     config = json.loads((run / "config.json").read_text())
     assert config["agreement"] == {"mai_local_chartqa": "chartqa (paper, mai.answers)",
-                                   "mai_local_pope": "pope (paper, mai.answers)"}
+                                   "mai_local_pope": "pope (paper, mai.answers)",
+                                   "mai_local_unknown": "default: normalised exact match"}
     assert config["cascade"]["transfer"] == "sparse" and config["lmms_eval"] == "0.7.3"
     assert set(json.loads((run / "models.json").read_text())) == {"tiny-small", "tiny-large"}
-    assert len(rows) == 2 * N_DOCS
+    assert len(rows) == 2 * N_DOCS + 2
+    unknown = [r for r in rows if r["benchmark"] == "mai_local_unknown"]
+    assert [(r["agree_rule"], "score" in r) for r in unknown] == [("default: normalised exact match", False)] * 2
+    assert unknown[0]["question"] == "What is the value of bar 0?"  # its own doc_to_text, no post-prompt
     for row in rows:
         assert row["route"] in ROUTES and row["error"] is None
         modes = [c["mode"] for c in row["trace"]]
@@ -137,25 +144,31 @@ def test_simple_evaluate_scores_what_the_cli_scores(cli_run, tmp_path):
                           tasks=list(TASKS), task_manager=manager, batch_size=N_DOCS, log_samples=True)
     rows = read_rows(tmp_path / "runs" / "lmms_eval" / "api")
     key = lambda r: (r["benchmark"], r["doc_id"])  # noqa: E731
-    assert sorted((key(r), r["prediction"]) for r in rows) == sorted((key(r), r["prediction"]) for r in cli_rows)
+    assert sorted((key(r), r["prediction"]) for r in rows) == sorted((key(r), r["prediction"]) for r in cli_rows
+                                                                     if r["benchmark"] in TASKS)
     samples = {t: out["samples"][t] for t in TASKS}
     check_against_lmms_eval(out["results"], samples, rows)
     assert out["results"]["mai_local_chartqa"]["relaxed_overall,none"] == 0.5
 
 
-def test_mai_single_think(tmp_path):
-    """mai-single with the Think prompt (an R baseline): its rows, and lmms-eval's metric equals ours."""
+def test_mai_single_think_on_a_checkpoint_directory(tmp_path):
+    """mai-single with the Think prompt (an R baseline) on a checkpoint directory written by
+    scripts/make_checkpoint.py's writer: its rows, and lmms-eval's metric equals ours."""
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 
+    from mai.models import write_checkpoint
+
+    checkpoint = tmp_path / "tiny-small-ckpt"
+    write_checkpoint("tiny-small", checkpoint)
     tasks = write_tasks(tmp_path / "tasks", n=2, tasks=("mai_local_chartqa",))
     manager = TaskManager(include_path=str(tasks), include_defaults=False, model_name="mai-single")
-    args = model_args(model="tiny-small", mode="think", think_tokens=6, device="cpu", dtype="float32",
+    args = model_args(model=checkpoint, mode="think", think_tokens=6, device="cpu", dtype="float32",
                       min_pixels=4096, max_pixels=4096, out=tmp_path / "runs", run_name="single")
     out = simple_evaluate(model="mai-single", model_args=args, tasks=["mai_local_chartqa"], task_manager=manager,
                           batch_size=2, log_samples=True)
     rows = sorted(read_rows(tmp_path / "runs" / "lmms_eval" / "single"), key=lambda r: r["doc_id"])
-    assert [(r["mode"], r["model"], r["output_tokens"] <= 7) for r in rows] == [("think", "tiny-small", True)] * 2
+    assert [(r["mode"], r["model"], r["output_tokens"] <= 7) for r in rows] == [("think", "tiny-small-ckpt", True)] * 2
     # The Think prompt leaves ChartQA's post-prompt out (mai.prompts); the row keeps the context as asked.
     assert all(r["question"].endswith("\nAnswer the question with a single word.") for r in rows)
     theirs = sorted(out["samples"]["mai_local_chartqa"], key=lambda s: s["doc_id"])
