@@ -11,6 +11,7 @@ Needs the lmms extra (`bash scripts/setup.sh --lmms`); skipped with one line wit
 """
 from __future__ import annotations
 
+import math
 import random
 import sys
 from types import SimpleNamespace
@@ -78,6 +79,20 @@ def number(rng: random.Random) -> str:
     return text + ("%" if rng.random() < 0.1 else "")
 
 
+def near(target: str) -> list[str]:
+    """Numbers around a numeric target, at ChartQA's 5% boundary too (20 -> 21 and 19, exactly 5% off)."""
+    try:
+        t = float(target.rstrip("%"))
+    except ValueError:
+        return []
+    if not math.isfinite(t):
+        return []
+    out = [f"{t * f:g}" for f in (1.0, 1.049, 1.051, 0.949, 0.951, 2.0)]
+    if t == int(t) and int(t) % 20 == 0:
+        out += [str(int(t) + int(t) // 20), str(int(t) - int(t) // 20)]
+    return out
+
+
 def atom(rng: random.Random, extra=()) -> str:
     pool = rng.choice([WORDS, list("ABCDEFGHabcd"), [number(rng)], list(extra) or WORDS])
     return rng.choice(pool)
@@ -100,9 +115,9 @@ def test_chartqa(tasks, cli_tags):
     task, rng = tasks["mai_local_chartqa"], random.Random(1)
     per_doc, rows = [], []
     for i in range(N):
-        target = rng.choice([number(rng), rng.choice(WORDS), atom(rng)])
+        target = rng.choice([number(rng), str(20 * rng.randint(1, 50)), rng.choice(WORDS), atom(rng)])
         doc = {"question": "q", "answer": target, "type": rng.choice(["human_test", "augmented_test"])}
-        raw = raw_output(rng, extra=[target, target.upper(), target + "%"])
+        raw = raw_output(rng, extra=[target, target.upper(), target + "%", *near(target) * 2])
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": [target], "meta": {"type": doc["type"]}})
         assert metrics.score("relaxed", raw, [target]) == per_doc[-1]["relaxed_overall"], (raw, target)
@@ -141,7 +156,8 @@ def test_infovqa(tasks, cli_tags):
         answers = [rng.choice(WORDS + ["panel 3", "Panel  3", "p3", "ßtraße", "12,345", "panel"])
                    for _ in range(rng.randint(1, 3))]
         doc = {"questionId": str(i), "question": "q", "answers": answers}
-        raw = raw_output(rng, extra=answers + [a + "s" for a in answers])
+        half = [a[:len(a) // 2] + "#" * (len(a) - len(a) // 2) for a in answers]  # ANLS exactly 0.5 when even
+        raw = raw_output(rng, extra=answers + [a + "s" for a in answers] + half)
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": answers})
         assert metrics.score("anls", raw, answers) == pytest.approx(per_doc[-1]["anls"], abs=1e-12), (raw, answers)
@@ -208,9 +224,16 @@ def test_extract_mcq_answer():
     rng = random.Random(6)
     phrases = ["the answer is", "I choose", "my answer is", "答案是", "correct option is", "Option", "", ""]
     mismatches = []
+    forms = ["({})", "{}.", "{}:", "{})", "{}", "{},", "[{}]", "{}{}"]
     for _ in range(5 * N):
-        parts = [rng.choice(phrases), raw_output(rng), rng.choice(["", ".", "!", "?", ")", " ", "\n"])]
-        text = " ".join(p for p in parts if p) if rng.random() < 0.7 else raw_output(rng)
+        if rng.random() < 0.5:  # several letter forms in one text: which form outranks which
+            pieces = [rng.choice(forms).format(*rng.choices("ABCDEFa", k=2)) for _ in range(rng.randint(1, 4))]
+            pieces += rng.sample(["cat", "is", "and", "not", "Answer", rng.choice(phrases)], rng.randint(0, 3))
+            rng.shuffle(pieces)
+            text = " ".join(pieces)
+        else:
+            parts = [rng.choice(phrases), raw_output(rng), rng.choice(["", ".", "!", "?", ")", " ", "\n"])]
+            text = " ".join(p for p in parts if p) if rng.random() < 0.7 else raw_output(rng)
         choices = rng.choice([None, list("ABCD"), list("ABCDE"), list("AB")])
         if extract_mcq_answer(text, choices) != metrics.extract_mcq_answer(text, choices):
             mismatches.append((text, choices))
