@@ -61,8 +61,6 @@ from tqdm.auto import tqdm
 from mai import MaiError, metrics
 from mai.answers import Matcher
 
-MODEL_IDS = ("mai", "mai-single")
-
 # lmms-eval task -> our benchmark (mai.data.BENCHMARKS), by the task name lmms-eval 0.7.3 gives it ...
 TASK_BENCHMARKS = {"chartqa": "chartqa", "pope": "pope", "infovqa_val": "infovqa", "realworldqa": "realworldqa",
                    "mmbench_en_dev": "mmbench", "mmbench_en_dev_static": "mmbench"}
