@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from mai import metrics
-from mai.data import get_benchmark
+from mai.benchmarks import get_benchmark
 from mai.results import CONFIG, read_results
 
 # What load_run had to drop to count every example once; write_table puts it in the table's first line.
@@ -85,8 +85,8 @@ def _scores(rows: list[dict], extracted: bool = False) -> dict | None:
     ok = [r for r in rows if not r.get("error")]
     if not ok:
         return None
-    metric = get_benchmark(ok[0]["benchmark"]).metric
-    return {"metric": metric, **metrics.aggregate(metric, ok, extracted_answers=extracted)}
+    bench = get_benchmark(ok[0]["benchmark"])
+    return {"headline": bench.headline, **bench.aggregate(ok, extracted_answers=extracted)}
 
 
 def accuracy(rows: list[dict], extracted: bool = False) -> float | None:
@@ -103,7 +103,7 @@ def chartqa_splits(rows: list[dict]) -> dict:
 
 
 def _headline(scores: dict | None) -> float | None:
-    return None if scores is None else 100.0 * scores[metrics.HEADLINE[scores["metric"]]]
+    return None if scores is None else 100.0 * scores[scores["headline"]]
 
 
 def _splits(scores: dict | None) -> dict:

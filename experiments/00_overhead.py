@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm.auto import tqdm  # noqa: E402
 
 from mai import cli  # noqa: E402
-from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
 PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=5,
                              extra=dict(small="tiny-small", large="tiny-large", think_tokens=16, simple_tokens=8,
@@ -39,12 +39,12 @@ def main(argv=None):
     small, large = cascade.small, cascade.large
     examples = [ex for name in args.benchmarks for ex in load_benchmark(name, args.limit, args.seed)]
     bench0 = get_benchmark(examples[0].benchmark)  # one untimed query: one-time costs are not the harness's
-    cascade.answer(examples[0].question, examples[0].load_images(), bench0.metric, bench0.post_prompt, 2)
+    cascade.answer(examples[0].question, examples[0].load_images(), bench0.agreement, bench0.post_prompt, 2)
     queries = []
     for ex in tqdm(examples, desc="cascade"):
         bench = get_benchmark(ex.benchmark)
         images = ex.load_images()
-        trace = cascade.answer(ex.question, images, bench.metric, bench.post_prompt,
+        trace = cascade.answer(ex.question, images, bench.agreement, bench.post_prompt,
                                min(bench.max_new_tokens, args.simple_tokens))
         queries.append(dict(example_id=ex.id, route=trace.route, wall_s=trace.wall_seconds,
                             calls_s=trace.totals()["latency"], calls=len(trace.calls)))

@@ -46,7 +46,7 @@ from mai import MaiError, cli, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
-from mai.data import get_benchmark  # noqa: E402
+from mai.benchmarks import get_benchmark  # noqa: E402
 from mai.evaluate import (cascade_system, check_example, isolated, model_system, request_for,  # noqa: E402
                           run_systems, transfer_system)
 from mai.forced import ForcedLengths, forced_cascade_system, parse_fractions  # noqa: E402

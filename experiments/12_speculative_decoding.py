@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analysis import table12  # noqa: E402
 from mai import MaiError, cli, models  # noqa: E402
 from mai.cascade import Cascade, CascadeConfig  # noqa: E402
-from mai.data import get_benchmark  # noqa: E402
+from mai.benchmarks import get_benchmark  # noqa: E402
 from mai.evaluate import cascade_system, check_example, request_for, run_systems  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402

@@ -20,7 +20,7 @@ def answer(argv=None) -> None:
     from PIL import Image
 
     from mai.cascade import Cascade
-    from mai.data import get_benchmark
+    from mai.benchmarks import get_benchmark
     from mai.generation import HFGenerator
 
     p = argparse.ArgumentParser(prog="python -m mai answer", description=__doc__,
@@ -58,7 +58,7 @@ def answer(argv=None) -> None:
     cli.check_sparse_layer(config, small.loaded)
     cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
     simple_tokens = min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)
-    trace = cascade.answer(args.question, images, bench.metric, bench.post_prompt, simple_tokens)
+    trace = cascade.answer(args.question, images, bench.agreement, bench.post_prompt, simple_tokens)
     if args.json:
         print(json.dumps(trace.to_dict(), indent=2))
         return

@@ -1,27 +1,18 @@
 """Our answer extraction and the cascade's agreement test: what lmms-eval does not define.
 
-lmms-eval scores a model's raw output (mai.metrics). Two things it does not cover live here:
-reading the answer off a reasoning (Think) output, and deciding whether two models' answers agree
-(the cascade's mutual verification). Neither is an lmms-eval score.
+lmms-eval scores a model's raw output (each benchmark in ``mai/benchmarks/``, from ``mai.metrics``). Two
+things it does not cover live here: reading the answer off a reasoning (Think) output, and deciding
+whether two models' answers agree (the cascade's mutual verification). Neither is an lmms-eval score.
+Nothing here knows a benchmark: each benchmark's module names its agreement rule, a ``Matcher``
+class, built from the pieces here.
 
 Agreement follows the paper (arXiv 2604.04929, where it describes mutual verification): answers are
-compared by "Exact Matching or ANLS (as per benchmark)". ``Matcher`` is that rule for one question
-(rule "paper", the default):
-
-* POPE: both answers are "yes", or both "no".
-* ChartQA: relaxed correctness (5% for numbers, else equal ignoring case) in BOTH directions, each
-  answer taken once as the target. The benchmark's own metric is the natural "exact match" for
-  ChartQA, but it is one-sided (the tolerance is relative to the target); taking it both ways makes
-  agreement symmetric, so which model is called the reference does not change a route, and an agreed
-  answer would be scored correct had the other model's answer been the reference.
-* InfoVQA: ANLS between the two answers at lmms-eval's threshold (>= 0.5; lmms_eval/api/metrics.py
-  ``anls``), as the paper names ANLS for it.
-* MMBench and RealWorldQA (multiple choice): the option each answer maps to, from the options written
-  in the question ("A. Left" lines), so "Left" and "A" agree when option A is "Left". RealWorldQA
-  questions without options compare normalised text.
-
-Rule "strict" (``--agree strict``) keeps exact comparisons: equal numbers or equal text (ChartQA),
-equal normalised text (InfoVQA, RealWorldQA), the same option letter as written (MMBench).
+compared by "Exact Matching or ANLS (as per benchmark)". A ``Matcher`` is that rule for one question
+under one of ``AGREE_RULES`` ("paper", the default, or "strict", ``--agree strict``); the rules of the
+paper's benchmarks are in their modules (POPE yes/no, ChartQA relaxed both ways, InfoVQA ANLS, MMBench
+and RealWorldQA by option). A benchmark or an lmms-eval task with no rule of its own gets the stated
+default, ``default_agreement``: normalised exact match (``Matcher``), or ANLS >= 0.5 between the two
+answers when its metric is ANLS (``AnlsMatcher``).
 
 A reasoning (a Think output) has an answer only where it gives one: after an answer cue ("The answer
 is ...") or after a closed think block. A reasoning without one (cut at the token limit, say) has no
@@ -30,10 +21,9 @@ answer, and no answer never agrees.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
-from mai.metrics import _NUMBER_WORDS, _check_metric, anls, relaxed_correctness
+from mai.metrics import NUMBER_WORDS, anls
 
 AGREE_RULES = ("paper", "strict")
 ANLS_THRESHOLD = 0.5  # lmms-eval's anls(threshold=0.5): a lower similarity scores 0
@@ -42,7 +32,6 @@ ANLS_THRESHOLD = 0.5  # lmms-eval's anls(threshold=0.5): a lower similarity scor
 # Option letters (our rules)
 # ---------------------------------------------------------------------------
 
-_OPTION_LETTERS = "ABCDE"
 # Whole answer is one letter, optionally wrapped/followed by punctuation: B, b, B., (B), [B], B), B:
 _OPT_WHOLE = re.compile(r"^[(\[]?([A-Ea-e])[)\]]?[.:,)]?$")
 # Answer starts with a letter plus a delimiter, then the option text: "B. cat", "B) cat", "(B) cat", "B: cat"
@@ -53,7 +42,7 @@ _OPT_NAMED = re.compile(r"\b(?:option|choice)\s*[(\[]?([A-E])\b[)\]]?", re.IGNOR
 _OPT_TOKEN = re.compile(r"^[(\[:]?([A-E])[)\]]?[.,:)]?$")
 
 
-def _extract_option_letter(text: str) -> str:
+def option_letter(text: str) -> str:
     """The option letter (A-E) in ``text``, or "" when there is none or it is ambiguous."""
     s = text.strip().strip("*\"'`").strip()
     if not s:
@@ -77,7 +66,6 @@ def _extract_option_letter(text: str) -> str:
     if letter == "A" and "A" in tokens and len(tokens) > 3:
         return ""
     return letter
-
 
 
 # ---------------------------------------------------------------------------
@@ -127,7 +115,7 @@ def _after_cue(text: str) -> str | None:
     return rest.split("\n", 1)[0].strip() if rest else ""
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     """Strip whitespace, surrounding quotes/asterisks/backticks, and one trailing punctuation mark."""
     s = text.strip().strip(_WRAP_CHARS).strip()
     if len(s) > 1 and s[-1] in _TRAILING_PUNCT:
@@ -135,27 +123,12 @@ def _clean(text: str) -> str:
     return s.strip(_WRAP_CHARS).strip()
 
 
-def _map_yes_no(text: str) -> str:
+def map_yes_no(text: str) -> str:
     m = _YES_NO.match(text)
     return m.group(1).lower() if m else text
 
 
-def _extract(text: str, metric: str, reasoning: bool) -> str:
-    """extract_answer's steps 1-2 (no reduction to an option letter)."""
-    s, had_think = _strip_think(text)
-    cued = _after_cue(s)
-    if cued is not None:
-        s = cued
-    elif reasoning and not had_think:
-        return ""  # a reasoning that names no answer has none (see the module doc)
-    if had_think or cued is not None:
-        s = _clean(s)
-        if metric == "pope":
-            s = _map_yes_no(s)
-    return s
-
-
-def extract_answer(text: str, metric: str, reasoning: bool = False) -> str:
+def extract_answer(text: str, reasoning: bool = False, yes_no: bool = False) -> str:
     """The answer part of a raw model output, before scoring or comparison.
 
     The steps, in order:
@@ -165,18 +138,24 @@ def extract_answer(text: str, metric: str, reasoning: bool = False) -> str:
     2. Reasoning outputs only (a think tag, or an answer cue, was present): take the
        first line after the last "The answer is" / "final answer is" / "Answer:" cue,
        case-insensitive.  Strip quotes/asterisks and one trailing punctuation mark.
-       For "pope", map a leading yes/no word to "yes"/"no".
-    3. For "option", always reduce to the option letter A-E ("" if none is found).
+       With ``yes_no`` (POPE), map a leading yes/no word to "yes"/"no".
 
     ``reasoning=True`` says the text is a Think output: then it has an answer only after a
     cue or a closed think block, and "" otherwise (the whole reasoning is not an answer).
     A plain answer with no think tag and no cue comes back only stripped, which is
-    exactly what lmms-eval scores.  See the module docstring for every departure.
+    exactly what lmms-eval scores.  A benchmark whose answers are option letters reduces
+    the result to its letter (``option_letter``) in its own ``Matcher.extract``.
     """
-    _check_metric(metric)
-    s = _extract(text, metric, reasoning)
-    if metric == "option":
-        s = _extract_option_letter(s)
+    s, had_think = _strip_think(text)
+    cued = _after_cue(s)
+    if cued is not None:
+        s = cued
+    elif reasoning and not had_think:
+        return ""  # a reasoning that names no answer has none (see the module doc)
+    if had_think or cued is not None:
+        s = clean(s)
+        if yes_no:
+            s = map_yes_no(s)
     return s
 
 
@@ -205,14 +184,14 @@ def question_options(question: str) -> dict[str, str]:
     return dict(found)
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
     """Lowercase, a whole number word as its digit, punctuation removed, whitespace collapsed."""
     s = text.strip().lower()
-    s = _NUMBER_WORDS.get(s, s)
+    s = NUMBER_WORDS.get(s, s)
     return " ".join(re.sub(r"[^\w\s]", " ", s).split())
 
 
-def _number(text: str) -> float | None:
+def number(text: str) -> float | None:
     """A plain number ("1,000", "12.5%" as 0.125, "-3"), or None."""
     s = text.strip().replace(",", "")
     scale = 1.0
@@ -224,73 +203,91 @@ def _number(text: str) -> float | None:
         return None
 
 
-@dataclasses.dataclass(frozen=True)
 class Matcher:
-    """How the cascade reads and compares two models' answers to one question (see the module doc).
+    """How the cascade reads and compares two models' answers to one question; this base class is the
+    stated default for a benchmark or task with no rule of its own: normalised exact match (lowercase,
+    a whole number word as its digit, punctuation removed, whitespace collapsed), under either rule.
 
+    ``extract`` is the benchmark's reading of an answer for its rows and scores (no question needed);
     ``read`` turns a raw output into the form that is compared (an option letter for a question with
-    options); ``agree`` compares two read answers. Built per question, because multiple-choice
-    agreement needs the question's options."""
+    options); ``agree`` compares two read answers. Built per question, because multiple-choice agreement
+    needs the question's options. A subclass changes ``yes_no`` (POPE's yes/no mapping), ``reduce``
+    (what a cleaned answer becomes before comparison) and ``same`` (the comparison itself)."""
 
-    metric: str
-    question: str = ""
-    rule: str = "paper"
-    options: dict = dataclasses.field(init=False, repr=False, compare=False)
+    summary = "normalised exact match"  # what the rule is, for a run's config.json
+    yes_no = False
 
-    def __post_init__(self):
-        _check_metric(self.metric)
-        if self.rule not in AGREE_RULES:
-            raise ValueError(f"agree must be one of {AGREE_RULES}, got {self.rule!r}")
-        choices = self.metric in ("option", "exact") and self.rule == "paper"
-        object.__setattr__(self, "options", question_options(self.question) if choices else {})
+    def __init__(self, question: str = "", rule: str = "paper"):
+        if rule not in AGREE_RULES:
+            raise ValueError(f"agree must be one of {AGREE_RULES}, got {rule!r}")
+        self.question, self.rule = question, rule
+
+    @classmethod
+    def extract(cls, text: str, reasoning: bool = False) -> str:
+        """The answer a row records and ``score_extracted`` scores (``extract_answer``)."""
+        return extract_answer(text, reasoning, cls.yes_no)
 
     def read(self, text: str, reasoning: bool = False) -> str:
         """The answer in a raw output, as compared; "" when it has none. ``reasoning``: a Think output."""
-        s = _clean(_extract(text, self.metric, reasoning))
-        if self.metric == "pope":
-            return _map_yes_no(s)
-        if self.options:
-            return self._option(s) or (s if self.metric == "exact" else "")
-        if self.metric == "option":
-            return _extract_option_letter(s)
-        return s
+        return self.reduce(clean(extract_answer(text, reasoning, self.yes_no)))
 
-    def _option(self, answer: str) -> str:
+    def reduce(self, answer: str) -> str:
+        return answer
+
+    def agree(self, a: str, b: str) -> bool:
+        """Whether two read answers agree; an empty answer never does."""
+        return bool(a) and bool(b) and self.same(a, b)
+
+    def same(self, a: str, b: str) -> bool:
+        x, y = normalise(a), normalise(b)
+        return bool(x) and x == y
+
+
+class AnlsMatcher(Matcher):
+    """ANLS between the two answers at lmms-eval's threshold (>= 0.5; lmms_eval/api/metrics.py ``anls``),
+    as the paper names ANLS for InfoVQA; the default for any task whose metric is ANLS. Strict: equal
+    text after lowercasing and collapsing whitespace."""
+
+    summary = "ANLS >= 0.5 between the two answers"
+
+    def same(self, a: str, b: str) -> bool:
+        if self.rule == "strict":
+            return " ".join(a.lower().split()) == " ".join(b.lower().split())
+        return anls(a, [b], threshold=ANLS_THRESHOLD) >= ANLS_THRESHOLD
+
+
+class OptionMatcher(Matcher):
+    """Multiple choice (rule "paper"): the option each answer maps to, from the options written in the
+    question ("A. Left" lines, ``question_options``), so "Left" and "A" agree when option A is "Left".
+    A benchmark's subclass says what an answer naming no option becomes (``reduce``)."""
+
+    def __init__(self, question: str = "", rule: str = "paper"):
+        super().__init__(question, rule)
+        self.options = question_options(question) if rule == "paper" else {}
+
+    def option(self, answer: str) -> str:
         """The letter of the option an answer names: its letter, its whole text, or the one option
         text it contains as words; "" when none or several."""
-        letter = _extract_option_letter(answer)
+        letter = option_letter(answer)
         if letter in self.options:
             return letter
-        said = _normalise(answer)
-        texts = {_normalise(text): letter for letter, text in self.options.items()}
+        said = normalise(answer)
+        texts = {normalise(text): letter for letter, text in self.options.items()}
         if said in texts:
             return texts[said]
         hits = {letter for text, letter in texts.items() if text and re.search(rf"\b{re.escape(text)}\b", said)}
         return hits.pop() if len(hits) == 1 else ""
 
-    def agree(self, a: str, b: str) -> bool:
-        """Whether two read answers agree; an empty answer never does."""
-        if not a or not b:
-            return False
-        m, strict = self.metric, self.rule == "strict"
-        if m == "pope":
-            return a.lower() in ("yes", "no") and a.lower() == b.lower()
-        if m == "relaxed":
-            if strict:
-                x, y = _number(a), _number(b)
-                return x == y if x is not None and y is not None else a.lower() == b.lower()
-            return relaxed_correctness(a, b) and relaxed_correctness(b, a)
-        if m == "anls":
-            if strict:
-                return " ".join(a.lower().split()) == " ".join(b.lower().split())
-            return anls(a, [b], threshold=ANLS_THRESHOLD) >= ANLS_THRESHOLD
-        if m == "option":
-            return a.upper() == b.upper()
-        x, y = _normalise(a), _normalise(b)  # exact (RealWorldQA): letters or texts
-        return bool(x) and x == y
+
+AGREEMENTS = {"exact": Matcher, "anls": AnlsMatcher}
 
 
-def answers_agree(a: str, b: str, metric: str, question: str = "", rule: str = "paper") -> bool:
-    """Whether two raw answers (plain outputs, not reasonings) agree: Matcher(metric, question, rule)."""
-    matcher = Matcher(metric, question, rule)
-    return matcher.agree(matcher.read(a), matcher.read(b))
+def default_agreement(metric: str | None = None, override: str | None = None) -> type[Matcher]:
+    """The agreement for a benchmark or task with no rule of its own: ``override`` when given (a key of
+    ``AGREEMENTS``), else ANLS >= 0.5 when its metric is ANLS (a metric name containing "anls", as
+    lmms-eval's "anls"), else normalised exact match."""
+    if override is not None:
+        if override not in AGREEMENTS:
+            raise ValueError(f"unknown agreement {override!r}; known: {', '.join(AGREEMENTS)}")
+        return AGREEMENTS[override]
+    return AnlsMatcher if metric and "anls" in metric.lower() else Matcher

@@ -28,9 +28,10 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
-from mai import answers
+from mai.answers import Matcher
+from mai.benchmarks import get_benchmark
 from mai.cascade import Call, Cascade, Trace
-from mai.data import Benchmark, Example, get_benchmark
+from mai.data import Benchmark, Example
 from mai.evaluate import (
     System,
     check_example,
@@ -61,7 +62,7 @@ class Query:
 
     question: str
     images: list
-    metric: str
+    agreement: type[Matcher]  # the benchmark's (Benchmark.agreement)
     post_prompt: str
     simple_tokens: int
 
@@ -78,7 +79,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
     """Cascade.answer for every query, stage by stage (see the module doc)."""
     cfg = cascade.config
     calls: list[list[Call]] = [[] for _ in queries]
-    matchers = [cascade.matcher(q.metric, q.question) for q in queries]
+    matchers = [cascade.matcher(q.agreement, q.question) for q in queries]
 
     def ask(i: int) -> dict:
         q = queries[i]
@@ -104,7 +105,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
 
     def finish(i: int, route: str, result: Result) -> Trace:
         wall = sum(c.result["latency"] for c in calls[i])  # the example's share of the batches' time
-        answer = answers.extract_answer(result.text, queries[i].metric)
+        answer = matchers[i].extract(result.text)
         traces[i] = Trace(route, result.text, answer, calls[i], wall)
         return traces[i]
 
@@ -177,7 +178,7 @@ def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | 
 def cascade_batch_system(cascade: Cascade, simple_tokens: int | None = None) -> BatchSystem:
     """mai.evaluate.cascade_system over a batch: run_cascade_stage_major."""
     def run(items: list[Item]) -> list[dict]:
-        queries = [Query(ex.question, images, bench.metric, bench.post_prompt, _simple_tokens(bench, simple_tokens))
+        queries = [Query(ex.question, images, bench.agreement, bench.post_prompt, _simple_tokens(bench, simple_tokens))
                    for ex, bench, images in items]
         return [trace_output(t) for t in run_cascade_stage_major(cascade, queries)]
     return run

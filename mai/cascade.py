@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from mai import answers
 from mai.answers import AGREE_RULES, Matcher
 from mai.attention import SparseOptions
 from mai.generation import HFGenerator, Request, Result
@@ -116,8 +115,10 @@ class Cascade:
         self.small, self.large, self.config = small, large, config
         self.names = {"small": small_name, "large": large_name}
 
-    def matcher(self, metric: str, question: str) -> Matcher:
-        return Matcher(metric, question, self.config.agree)
+    def matcher(self, agreement: type[Matcher], question: str) -> Matcher:
+        """The benchmark's agreement rule (a Matcher class, ``Benchmark.agreement``) for one question, under
+        the cascade's --agree rule."""
+        return agreement(question, self.config.agree)
 
     def think_request(self, ask: dict) -> Request:
         cfg = self.config
@@ -151,36 +152,37 @@ class Cascade:
         calls.append(Call(role, self.names[role], mode or request.mode, result.summary(), answer))
         return result, answer
 
-    def answer(self, question: str, images: list, metric: str, post_prompt: str, simple_tokens: int,
+    def answer(self, question: str, images: list, agreement: type[Matcher], post_prompt: str, simple_tokens: int,
                route: str | None = None) -> Trace:
-        """route: force the decision (timing studies, mai.forced): every call of the stages up to that route
+        """agreement: how answers to this question are read and compared (the benchmark's Matcher class).
+        route: force the decision (timing studies, mai.forced): every call of the stages up to that route
         is made as usual, and the cascade ends there whatever the answers say."""
         if route is not None and route not in ROUTES:
             raise ValueError(f"a forced route must be one of {ROUTES}, got {route!r}")
         cfg, calls = self.config, []
         t0 = time.perf_counter()
-        match = self.matcher(metric, question)
+        match = self.matcher(agreement, question)
         ask = dict(question=question, images=images, post_prompt=post_prompt)
         simple = dict(mode="simple", max_new_tokens=simple_tokens)
         # (i) mutual verification at the Simple prompt.
         _, small_answer = self._call("small", Request(**ask, **simple), calls, match)
         large, large_answer = self._call("large", Request(**ask, **simple), calls, match)
         if self._ends("simple", route, match.agree(small_answer, large_answer)):
-            return self._trace("simple", large, metric, calls, t0)
+            return self._trace("simple", large, match, calls, t0)
         # (ii) the small model reasons; its answer, from the second stage or read off the reasoning, is verified.
         thought, small_answer = self._call("small", self.think_request(ask), calls, match, reasoning=True)
         second = None
         if cfg.verify == "answer":
             second, small_answer = self._call("small", self.second_stage_request(ask, thought), calls, match)
         if self._ends("reasoning", route, match.agree(small_answer, large_answer)):
-            return self._trace("reasoning", large, metric, calls, t0)
+            return self._trace("reasoning", large, match, calls, t0)
         # (iii) reasoning transfer to the large model's Simple prompt.
         context, kept, n_reasoning, capture = self.reasoning_context(thought, second, post_prompt)
         if capture is not None:
             calls.append(capture)
         thought.cache = None  # the KV cache is not needed any more
         final, _ = self._call("large", Request(**ask, **simple, context=context), calls, match, mode="transfer")
-        trace = self._trace("transfer", final, metric, calls, t0)
+        trace = self._trace("transfer", final, match, calls, t0)
         trace.kept_tokens, trace.reasoning_tokens = kept, n_reasoning
         return trace
 
@@ -190,6 +192,6 @@ class Cascade:
         return route == stage if route is not None else agreed
 
     @staticmethod
-    def _trace(route, result: Result, metric: str, calls, t0) -> Trace:
-        """Trace.answer is the returned text's extracted form, as scoring reads it (mai.answers)."""
-        return Trace(route, result.text, answers.extract_answer(result.text, metric), calls, time.perf_counter() - t0)
+    def _trace(route, result: Result, match: Matcher, calls, t0) -> Trace:
+        """Trace.answer is the returned text's extracted form, as the benchmark's rows record it."""
+        return Trace(route, result.text, match.extract(result.text), calls, time.perf_counter() - t0)

@@ -145,7 +145,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def check_names(args: argparse.Namespace) -> None:
     """Benchmarks, models and prompt modes that exist."""
-    from mai.data import get_benchmark
+    from mai.benchmarks import get_benchmark
     from mai.models import ARCHITECTURES, TEXT_CHECKPOINTS, is_local_or_hub_id
 
     for name in args.benchmarks:
@@ -208,7 +208,7 @@ def check_parquet(name: str, path: str) -> None:
     import pyarrow
     import pyarrow.parquet as pq
 
-    from mai.data import get_benchmark, missing_columns
+    from mai.benchmarks import get_benchmark
 
     if not Path(path).is_file():
         what = "is a directory, not a parquet file" if Path(path).is_dir() else "does not exist"
@@ -221,7 +221,7 @@ def check_parquet(name: str, path: str) -> None:
     except pyarrow.ArrowException as err:
         raise MaiEnvironmentError(f"--data-files {name}={path} is not a parquet file "
                                   f"({str(err).splitlines()[0]})") from None
-    missing = missing_columns(name, names)
+    missing = get_benchmark(name).missing_columns(names)
     if missing:
         raise MaiEnvironmentError(f"--data-files {name}={path} lacks column(s) {', '.join(missing)} of the "
                                   f"{get_benchmark(name).hub_path} schema (has: {', '.join(names)})")
@@ -230,7 +230,7 @@ def check_parquet(name: str, path: str) -> None:
 def check_data_files(args: argparse.Namespace) -> None:
     """Each --data-files BENCHMARK=PATH: a hub benchmark of this run, each file it names readable parquet
     with that benchmark's columns."""
-    from mai.data import get_benchmark
+    from mai.benchmarks import get_benchmark
 
     for name, pattern in args.data_files.items():
         if get_benchmark(name).synthetic:
@@ -278,7 +278,7 @@ def run(main: Callable[[], object]) -> None:
 def load_examples(args: argparse.Namespace, store=None) -> list:
     """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
     records where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*, a parquet file, synthetic)."""
-    from mai.data import dataset_sources, load_benchmark
+    from mai.benchmarks import dataset_sources, load_benchmark
 
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
@@ -294,14 +294,16 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
     from mai.tracking import Tracker
 
     from mai import images, metrics
+    from mai.benchmarks import BENCHMARKS, get_benchmark
 
     config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "wandb", "report_dir")}
     config.update(extra, experiment=experiment, provenance=provenance(args.device))
     # What the scores and images mean: the lmms-eval commit scored against, the image-size policy's pixel
     # bounds, and where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*).
     config["scoring"] = dict(lmms_eval=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT}",
-                             realworldqa=metrics.REALWORLDQA_CURRENT,
-                             mmbench="mmbench_en_dev_static (no GPT judge), CircularEval")
+                             **{b.name: b.scoring for b in BENCHMARKS.values() if b.scoring})
+    if getattr(args, "agree", None):  # the cascade's agreement rule of each benchmark (mai.answers)
+        config["agreement"] = {name: get_benchmark(name).agreement.summary for name in args.benchmarks}
     config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_policy", images.DEFAULT_POLICY),
                                                        getattr(args, "max_pixels", None)))
     # Where each benchmark was read from is known only once it is loaded: load_examples adds "datasets".

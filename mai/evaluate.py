@@ -12,8 +12,8 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
-from mai import answers, metrics
-from mai.data import Benchmark, Example, get_benchmark
+from mai.benchmarks import get_benchmark
+from mai.data import Benchmark, Example
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
 
@@ -32,12 +32,12 @@ def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, outpu
     row = base_row(key, example, fields)
     row.update(output)
     row["prediction"] = row.pop("text")
-    row["answer"] = answers.extract_answer(row["prediction"], bench.metric)
+    row["answer"] = bench.extract(row["prediction"])
     # score: lmms-eval's protocol on the raw text (what tables show); score_extracted: the same rules
     # after our extraction (mai.answers), the reading of a reasoning (R) output that lmms-eval lacks.
-    kw = dict(question=example.question, choices=example.meta.get("choices"))
-    row["score"] = metrics.score(bench.metric, row["prediction"], list(example.references), **kw)
-    row["score_extracted"] = metrics.score_extracted(bench.metric, row["prediction"], list(example.references), **kw)
+    scored = (row["prediction"], list(example.references), example.question, example.meta)
+    row["score"] = bench.score(*scored)
+    row["score_extracted"] = bench.score_extracted(*scored)
     row["error"] = None
     return row
 
@@ -168,7 +168,7 @@ def cascade_system(cascade, simple_tokens: int | None = None) -> System:
     """MAI: the cascade's answer, route, per-role totals and full trace."""
     def run(example, bench, images):
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
-        return trace_output(cascade.answer(example.question, images, bench.metric, bench.post_prompt, max_simple))
+        return trace_output(cascade.answer(example.question, images, bench.agreement, bench.post_prompt, max_simple))
     return run
 
 

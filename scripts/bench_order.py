@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from mai import cli  # noqa: E402
 from mai.batch import Query, run_cascade_stage_major  # noqa: E402
-from mai.data import get_benchmark, load_benchmark  # noqa: E402
+from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
 PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=10,
                              extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
@@ -52,16 +52,16 @@ def main(argv=None):
     for name in args.benchmarks:
         bench = get_benchmark(name)
         for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name)):
-            queries.append(Query(ex.question, ex.load_images(), bench.metric, bench.post_prompt,
+            queries.append(Query(ex.question, ex.load_images(), bench.agreement, bench.post_prompt,
                                  min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)))
     q = queries[0]
-    cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens)  # warm-up, untimed
+    cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens)  # warm-up, untimed
 
     passes = {"example": [], "stage": []}
     reference, same = None, []
     for _ in range(max(args.repeats, 1)):
         t0 = time.perf_counter()
-        example = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+        example = [cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries]
         t1 = time.perf_counter()
         stage = run_cascade_stage_major(cascade, queries)
         t2 = time.perf_counter()

@@ -76,14 +76,14 @@ def profile(gen, question, image, lengths, warmup: int, runs: int) -> list[dict]
 def cascade_orders(small, large, limit: int, think: int, seed: int) -> dict:
     from mai.batch import Query, run_cascade_stage_major
     from mai.cascade import Cascade, CascadeConfig
-    from mai.data import get_benchmark, load_benchmark
+    from mai.benchmarks import get_benchmark, load_benchmark
     from mai.evaluate import reset_caches
 
     queries = []
     for name in ("synth-chartqa", "synth-pope"):
         bench = get_benchmark(name)
         for ex in load_benchmark(name, limit, seed):
-            queries.append(Query(ex.question, ex.load_images(), bench.metric, bench.post_prompt,
+            queries.append(Query(ex.question, ex.load_images(), bench.agreement, bench.post_prompt,
                                  min(bench.max_new_tokens, 16)))
     cascade = Cascade(small, large, CascadeConfig(think_tokens=think, answer_tokens=16), small.label, large.label)
 
@@ -92,7 +92,7 @@ def cascade_orders(small, large, limit: int, think: int, seed: int) -> dict:
 
     reset_caches((small, large))  # neither order starts from blocks the other (or the profile) left
     t0 = time.perf_counter()
-    example = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    example = [cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries]
     t1 = time.perf_counter()
     reset_caches((small, large))
     t1b = time.perf_counter()
@@ -116,7 +116,7 @@ def cascade_orders(small, large, limit: int, think: int, seed: int) -> dict:
 def prefix_hits_per_system(small, large, limit: int, think: int, seed: int) -> dict:
     """Table 10's systems in example order, each call isolated (mai.evaluate.isolated), and their prefix hits."""
     from mai.cascade import Cascade, CascadeConfig
-    from mai.data import get_benchmark, load_benchmark
+    from mai.benchmarks import get_benchmark, load_benchmark
     from mai.evaluate import cascade_system, isolated, model_system, transfer_system
 
     simple = 16

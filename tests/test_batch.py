@@ -7,13 +7,14 @@ early and the batch pads it, and including second stages continued from a batche
 import pytest
 import torch
 
-from mai.answers import answers_agree, extract_answer
 from mai.attention import SparseOptions
 from mai.batch import Query, run_cascade_stage_major
+from mai.benchmarks import get_benchmark
 from mai.cascade import Cascade, CascadeConfig
 from mai.generation import STAGES, HFGenerator, Request, Result
 
 POST = "\nAnswer the question using a single word or phrase."
+CHARTQA = get_benchmark("chartqa").agreement  # the questions below are about charts
 
 
 def _requests(chart_image, n_new=10):
@@ -107,17 +108,17 @@ def test_stage_order_gives_example_order_traces_on_every_route(tiny_small, chart
     sparse = SparseOptions(layer=2, delta=0.6) if transfer == "sparse" else None
     config = CascadeConfig(think_tokens=8, answer_tokens=4, transfer=transfer, sparse=sparse, query=query)
     images = [[chart_image.resize((64 + 40 * k, 64 + 20 * k))] for k in range(4)]
-    queries = [Query(f"Which bar is tallest? ({k})", images[k], "relaxed", POST, 4) for k in range(4)]
+    queries = [Query(f"Which bar is tallest? ({k})", images[k], CHARTQA, POST, 4) for k in range(4)]
     # What the small model answers, to script agreement: q0 at Simple, q1 after reasoning, q2, q3 never.
     probe = Cascade(small, ScriptedLarge({q.question: "zebra" for q in queries}), config, "S", "L")
-    first = [probe.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries[:2]]
+    first = [probe.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries[:2]]
     answers = {queries[0].question: first[0].calls[0].result["text"],
                queries[1].question: first[1].calls[3].result["text"]}
-    assert not answers_agree(first[1].calls[0].answer, extract_answer(answers[queries[1].question],
-                                                                                      "relaxed"), "relaxed")
+    match = CHARTQA()
+    assert not match.agree(match.read(first[1].calls[0].answer), match.read(match.extract(answers[queries[1].question])))
     large = ScriptedLarge({q.question: answers.get(q.question, "zebra") for q in queries})
     cascade = Cascade(small, large, config, "S", "L")
-    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    want = [cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries]
     large.batches.clear()
     got = run_cascade_stage_major(cascade, queries)
     assert [t.route for t in want] == ["simple", "reasoning", "transfer", "transfer"]
@@ -144,13 +145,13 @@ def test_stage_order_with_the_simplified_framework(tiny_small, chart_image, tran
     small = HFGenerator(tiny_small)
     sparse = SparseOptions(layer=2, delta=0.6) if transfer == "sparse" else None
     config = CascadeConfig(think_tokens=8, answer_tokens=4, verify="reasoning", transfer=transfer, sparse=sparse)
-    queries = [Query(f"Which bar is tallest? ({k})", [chart_image.resize((64 + 40 * k, 80))], "relaxed", POST, 4)
+    queries = [Query(f"Which bar is tallest? ({k})", [chart_image.resize((64 + 40 * k, 80))], CHARTQA, POST, 4)
                for k in range(3)]
     probe = Cascade(small, ScriptedLarge({q.question: "zebra" for q in queries}), config, "S", "L")
-    agreeing = probe.answer(queries[0].question, queries[0].images, "relaxed", POST, 4).calls[0].result["text"]
+    agreeing = probe.answer(queries[0].question, queries[0].images, CHARTQA, POST, 4).calls[0].result["text"]
     large = ScriptedLarge({q.question: agreeing if k == 0 else "zebra" for k, q in enumerate(queries)})
     cascade = Cascade(small, large, config, "S", "L")
-    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    want = [cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries]
     got = run_cascade_stage_major(cascade, queries)
     assert [t.route for t in got] == [t.route for t in want] == ["simple", "transfer", "transfer"]
     for w, g in zip(want, got):
@@ -164,7 +165,7 @@ def test_rows_rerun_at_batch_size_one_are_marked(tmp_path, tiny_small, chart_ima
     """A batch that raises is rerun one example at a time; those rows say so ("fallback"), the others
     do not."""
     from mai.batch import FALLBACK, run_systems_stage_major
-    from mai.data import load_benchmark
+    from mai.benchmarks import load_benchmark
     from mai.results import RunStore
 
     examples = load_benchmark("synth-chartqa", limit=2)
@@ -187,9 +188,9 @@ def test_rows_rerun_at_batch_size_one_are_marked(tmp_path, tiny_small, chart_ima
 def test_stage_order_with_two_real_models(tiny_small, tiny_large, chart_image):
     config = CascadeConfig(think_tokens=6, answer_tokens=3)
     cascade = Cascade(HFGenerator(tiny_small), HFGenerator(tiny_large), config, "S", "L")
-    queries = [Query(q, [chart_image.resize(s)], "relaxed", POST, 3)
+    queries = [Query(q, [chart_image.resize(s)], CHARTQA, POST, 3)
                for q, s in (("Which bar is tallest?", (320, 240)), ("How many bars?", (90, 160)))]
-    want = [cascade.answer(q.question, q.images, q.metric, q.post_prompt, q.simple_tokens) for q in queries]
+    want = [cascade.answer(q.question, q.images, q.agreement, q.post_prompt, q.simple_tokens) for q in queries]
     got = run_cascade_stage_major(cascade, queries)
     assert [(t.route, t.prediction, _calls(t)) for t in got] == [(t.route, t.prediction, _calls(t)) for t in want]
 

@@ -7,10 +7,13 @@ real tiny Qwen3-VL wherever its machinery (KV reuse, attention capture) is what 
 import pytest
 
 from mai.attention import SparseOptions
+from mai.benchmarks import get_benchmark
 from mai.cascade import ROUTES, Cascade, CascadeConfig
 from mai.generation import HFGenerator, Request, Result
 
 POST = "\nAnswer the question using a single word or phrase."
+# Agreement rules (Matcher classes) of the benchmarks the questions below are written for.
+POPE, CHARTQA, REALWORLDQA = (get_benchmark(name).agreement for name in ("pope", "chartqa", "realworldqa"))
 TIMES = dict(preprocess=0.01, vision=0.02, prefill=0.03, decode=0.04)
 
 
@@ -33,7 +36,7 @@ def _cascade(small, large, **cfg):
 
 def test_agree_at_simple_stops_after_two_calls():
     small, large = Scripted(simple="Yes."), Scripted(simple="yes")
-    trace = _cascade(small, large).answer("Is there a cat?", [], "pope", POST, 8)
+    trace = _cascade(small, large).answer("Is there a cat?", [], POPE, POST, 8)
     assert trace.route == "simple" and trace.answer == "yes"
     assert [c.answer for c in trace.calls] == ["yes", "yes"]  # what verification compared
     assert [(c.role, c.mode) for c in trace.calls] == [("small", "simple"), ("large", "simple")]
@@ -45,7 +48,7 @@ def test_agree_at_simple_stops_after_two_calls():
 def test_agree_after_thinking_uses_the_second_stage():
     small = Scripted(simple="no", think="There is a cat on the sofa. The answer is yes.", answer="yes")
     large = Scripted(simple="Yes")
-    trace = _cascade(small, large).answer("Is there a cat?", [], "pope", POST, 8)
+    trace = _cascade(small, large).answer("Is there a cat?", [], POPE, POST, 8)
     assert trace.route == "reasoning" and trace.answer == "Yes"  # extraction keeps a plain answer as is
     assert [c.mode for c in trace.calls] == ["simple", "simple", "think", "answer"]
     assert small.requests[1].keep_cache and small.requests[2].reuse is not None
@@ -53,28 +56,28 @@ def test_agree_after_thinking_uses_the_second_stage():
 
 def test_reasoning_variant_reads_the_answer_off_the_reasoning():
     small = Scripted(simple="no", think="A cat sits there. The answer is yes.", answer="no")
-    trace = _cascade(small, Scripted(simple="yes"), verify="reasoning").answer("Cat?", [], "pope", POST, 8)
+    trace = _cascade(small, Scripted(simple="yes"), verify="reasoning").answer("Cat?", [], POPE, POST, 8)
     assert trace.route == "reasoning"
     assert [c.mode for c in trace.calls] == ["simple", "simple", "think"]  # no second stage
     assert trace.calls[2].answer == "yes"
 
 
-@pytest.mark.parametrize("metric, question, think, large_says", [
+@pytest.mark.parametrize("benchmark, question, think, large_says", [
     ("pope", "Is there a cat?", "Yes, I can see a cat on the sofa, it is grey", "yes"),
-    ("option", "Which animal? There are several options:\nA. cat\nB. cow", "Looking at option B, a cow", "B"),
+    ("mmbench", "Which animal? There are several options:\nA. cat\nB. cow", "Looking at option B, a cow", "B"),
 ])
-def test_a_reasoning_without_an_answer_cue_never_agrees(metric, question, think, large_says):
+def test_a_reasoning_without_an_answer_cue_never_agrees(benchmark, question, think, large_says):
     """The simplified framework reads the answer off the reasoning: one that names none (no cue) has no
     answer, so the cascade goes on to transfer instead of taking the whole reasoning as the answer."""
     small = Scripted(simple="zebra", think=think)
     large = Scripted(simple=large_says, transfer=large_says)
-    trace = _cascade(small, large, verify="reasoning").answer(question, [], metric, POST, 8)
+    trace = _cascade(small, large, verify="reasoning").answer(question, [], get_benchmark(benchmark).agreement, POST, 8)
     assert trace.calls[2].answer == ""
     assert trace.route == "transfer"
     assert [c.mode for c in trace.calls] == ["simple", "simple", "think", "transfer"]
     # With the cue, the same reasoning agrees.
     small = Scripted(simple="zebra", think=think + f". The answer is {large_says}.")
-    trace = _cascade(small, Scripted(simple=large_says), verify="reasoning").answer(question, [], metric, POST, 8)
+    trace = _cascade(small, Scripted(simple=large_says), verify="reasoning").answer(question, [], get_benchmark(benchmark).agreement, POST, 8)
     assert trace.route == "reasoning"
 
 
@@ -84,14 +87,14 @@ def test_multiple_choice_agrees_by_option():
     question = "Which way is the car turning?\nA. Left\nB. Right\nPlease answer directly with the letter."
     for rule, route in (("paper", "simple"), ("strict", "transfer")):
         small, large = Scripted(simple="Left", think="x", answer="Left"), Scripted(simple="A", transfer="A")
-        trace = _cascade(small, large, agree=rule).answer(question, [], "exact", "", 8)
+        trace = _cascade(small, large, agree=rule).answer(question, [], REALWORLDQA, "", 8)
         assert trace.route == route, rule
 
 def test_full_transfer_prepends_the_whole_reasoning():
     reasoning = "The bars are 3, 5 and 4. The tallest is B. The answer is B."
     small = Scripted(simple="A", think=reasoning, answer="A")
     large = Scripted(simple="C", transfer="B")
-    trace = _cascade(small, large).answer("Which bar is tallest?", [], "relaxed", POST, 8)
+    trace = _cascade(small, large).answer("Which bar is tallest?", [], CHARTQA, POST, 8)
     assert trace.route == "transfer" and trace.answer == "B"
     assert large.requests[-1].context == reasoning and large.requests[-1].mode == "simple"
     assert [(c.role, c.mode) for c in trace.calls][-1] == ("large", "transfer")
@@ -146,7 +149,7 @@ def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart
     small = Keep(HFGenerator(tiny_small))
     cascade = _cascade(small, large, transfer="sparse", sparse=opts, verify=verify)
     with VisionCounter(tiny_small) as vision:
-        trace = cascade.answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
+        trace = cascade.answer("Which bar is tallest?", [chart_image], CHARTQA, POST, 4)
     assert trace.route == "transfer"
     assert vision.n == 2  # small Simple and Think; not the second stage, not the capture
     modes = [c.mode for c in trace.calls]
@@ -175,7 +178,7 @@ def test_sparse_transfer_captures_without_a_second_vision_pass(tiny_small, chart
 def test_real_models_route_and_trace_are_consistent(tiny_small, tiny_large, chart_image):
     """Two real tiny models: whichever route is taken, the trace matches it."""
     cascade = _cascade(HFGenerator(tiny_small), HFGenerator(tiny_large))
-    trace = cascade.answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
+    trace = cascade.answer("Which bar is tallest?", [chart_image], CHARTQA, POST, 4)
     # Two random models disagree at every stage (their texts are random tokens): the transfer route.
     assert trace.route == "transfer" and trace.route in ROUTES
     assert [(c.role, c.mode) for c in trace.calls] == [("small", "simple"), ("large", "simple"), ("small", "think"),
@@ -186,7 +189,7 @@ def test_real_models_route_and_trace_are_consistent(tiny_small, tiny_large, char
 
 def test_same_model_on_both_sides_agrees_at_simple(tiny_small, chart_image):
     gen = HFGenerator(tiny_small)
-    trace = _cascade(gen, gen).answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
+    trace = _cascade(gen, gen).answer("Which bar is tallest?", [chart_image], CHARTQA, POST, 4)
     assert trace.route == "simple"
 
 
@@ -215,7 +218,7 @@ def test_full_and_sparse_count_reasoning_tokens_alike(tiny_small, chart_image, m
         small = Keep(gen)
         sparse = SparseOptions(layer=2, delta=0.5) if transfer == "sparse" else None
         cascade = _cascade(small, Scripted(simple="zebra", transfer="B"), transfer=transfer, sparse=sparse)
-        traces[transfer] = cascade.answer("Which bar is tallest?", [chart_image], "relaxed", POST, 4)
+        traces[transfer] = cascade.answer("Which bar is tallest?", [chart_image], CHARTQA, POST, 4)
         thought = small.results[1]
         assert thought.stopped == (end == "eos")
         assert traces[transfer].route == "transfer"

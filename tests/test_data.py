@@ -1,4 +1,4 @@
-"""Tests for mai/data.py: hub loaders on local parquet in the hub schemas, synthetic sets, errors."""
+"""Tests for mai/data.py and mai/benchmarks/: hub loaders on local parquet in the hub schemas, synthetic sets."""
 
 from __future__ import annotations
 
@@ -16,17 +16,9 @@ import datasets
 import pytest
 from PIL import Image
 
-import mai.data as data
 from mai import MaiError, hub
-from mai.data import (
-    BENCHMARKS,
-    Example,
-    dataset_sources,
-    get_benchmark,
-    hub_ids,
-    load_benchmark,
-    subsample_indices,
-)
+from mai.benchmarks import BENCHMARKS, dataset_sources, get_benchmark, load_benchmark, synth_chartqa, synth_pope
+from mai.data import Example, subsample_indices
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -442,7 +434,7 @@ def test_hub_ids_older_first_then_moved_and_recorded(monkeypatch, parquet_chartq
         return local
 
     monkeypatch.setattr(datasets, "load_dataset", fake)
-    assert hub_ids(get_benchmark("infovqa")) == ("lmms-lab/DocVQA", "lmms-lab-encoder/DocVQA")
+    assert get_benchmark("infovqa").hub_ids() == ("lmms-lab/DocVQA", "lmms-lab-encoder/DocVQA")
     ex = load_benchmark("chartqa", limit=2)
     assert tried == ["lmms-lab/ChartQA", "lmms-lab-encoder/ChartQA"] and len(ex) == 2
     assert dataset_sources()["chartqa"] == "lmms-lab-encoder/ChartQA"
@@ -465,7 +457,7 @@ def test_no_hub_end_to_end_is_one_line_and_fast(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("HF_")}
     env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="https://hub.invalid", PYTHONPATH=str(REPO))
     code = (
-        "import time, mai.data as d\n"
+        "import time, mai.benchmarks as d\n"
         "t = time.monotonic()\n"
         "try:\n"
         "    d.load_benchmark('chartqa', limit=2)\n"
@@ -494,7 +486,7 @@ def test_synth_chartqa_deterministic_and_subsampled():
     assert len(a) == 5
     assert [(e.id, e.question, e.references, e.meta) for e in a] == [(e.id, e.question, e.references, e.meta) for e in b]
     assert [_bytes(e) for e in a] == [_bytes(e) for e in b]
-    assert [e.id for e in a] == [f"synth-chartqa-s3-{i:03d}" for i in subsample_indices(data.SYNTH_SIZE, 5, 3)]
+    assert [e.id for e in a] == [f"synth-chartqa-s3-{i:03d}" for i in subsample_indices(synth_chartqa.SIZE, 5, 3)]
     for e in a:
         assert e.images[0].size == (400, 300)
         assert e.meta["type"] == "synthetic" and e.meta["chart"] in ("bar", "line", "pie")
@@ -503,17 +495,17 @@ def test_synth_chartqa_deterministic_and_subsampled():
     # the subsample picks from the same full set: content of an index does not depend on limit
     for e in a:
         i = int(e.id.rsplit("-", 1)[1])
-        spec = data._chart_spec(3, i)
+        spec = synth_chartqa._chart_spec(3, i)
         assert (e.question, e.references) == (spec["question"], [spec["answer"]])
-    other = [data._chart_spec(4, i)["question"] for i in range(data.SYNTH_SIZE)]
-    assert other != [data._chart_spec(3, i)["question"] for i in range(data.SYNTH_SIZE)]
+    other = [synth_chartqa._chart_spec(4, i)["question"] for i in range(synth_chartqa.SIZE)]
+    assert other != [synth_chartqa._chart_spec(3, i)["question"] for i in range(synth_chartqa.SIZE)]
 
 
 def test_synth_chartqa_answers_correct_by_construction():
     kinds = set()
     for seed in (0, 1):
-        for i in range(data.SYNTH_SIZE):
-            s = data._chart_spec(seed, i)
+        for i in range(synth_chartqa.SIZE):
+            s = synth_chartqa._chart_spec(seed, i)
             d = dict(zip(s["labels"], s["values"]))
             kinds.add(s["kind"])
             assert len(set(s["values"])) == len(s["values"])
@@ -539,12 +531,12 @@ def test_synth_bar_heights_match_values():
     """The bars drawn have the heights of the values behind the answers."""
     import numpy as np
 
-    color = np.array(Image.new("RGB", (1, 1), data.BAR_COLOR).getpixel((0, 0)))
+    color = np.array(Image.new("RGB", (1, 1), synth_chartqa.BAR_COLOR).getpixel((0, 0)))
     checked = 0
     for i in range(0, 12, 3):  # i % 3 == 0 -> bar charts
-        spec = data._chart_spec(0, i)
+        spec = synth_chartqa._chart_spec(0, i)
         assert spec["kind"] == "bar"
-        px = np.asarray(data.render_chart(spec))
+        px = np.asarray(synth_chartqa.render_chart(spec))
         mask = (px == color).all(axis=2)
         cols = np.flatnonzero(mask.any(axis=0))
         runs = np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1)
@@ -566,7 +558,7 @@ def _pope_stats(ex):
     scenes = {}
     for e in ex:
         scenes.setdefault(e.meta["scene"], e.meta["objects"])
-    vocab = data._vocabulary()
+    vocab = synth_pope._vocabulary()
     freq = {o: sum(o in objs for objs in scenes.values()) for o in vocab}
     cooc = {p: {o: sum(p in objs and o in objs for objs in scenes.values()) for o in vocab} for p in vocab}
     return scenes, freq, cooc
@@ -574,11 +566,11 @@ def _pope_stats(ex):
 
 def test_synth_pope_structure_and_negatives():
     ex = load_benchmark("synth-pope", seed=0)
-    assert len(ex) == data.SYNTH_SIZE
+    assert len(ex) == synth_pope.SIZE
     assert sum(e.references == ["yes"] for e in ex) == len(ex) // 2
     assert {e.meta["category"] for e in ex} == {"random", "popular", "adversarial"}
     scenes, freq, cooc = _pope_stats(ex)
-    vocab = data._vocabulary()
+    vocab = synth_pope._vocabulary()
     for e in ex:
         obj, present = e.meta["object"], e.meta["objects"]
         assert re.fullmatch(rf"Is there an? {obj} in the image\?", e.question)
@@ -610,7 +602,7 @@ def test_synth_pope_images_show_exactly_the_listed_objects():
             continue
         seen.add(e.meta["scene"])
         colours = {c for _, c in e.load_images()[0].getcolors(maxcolors=4096)} - {(255, 255, 255)}
-        expect = {data.SHAPE_COLORS[o.split()[0]] for o in e.meta["objects"]}
+        expect = {synth_pope.SHAPE_COLORS[o.split()[0]] for o in e.meta["objects"]}
         assert colours == expect
         assert e.images[0].size == (400, 300)
 

@@ -4,12 +4,14 @@ import pytest
 
 from mai import MaiError
 from mai.attention import SparseOptions
+from mai.benchmarks import get_benchmark
 from mai.cascade import Cascade, CascadeConfig
 from mai.forced import ForcedLengths, draw_route, parse_fractions
 from mai.generation import HFGenerator, Request
 
 PAPER = dict(simple=0.55, reasoning=0.15, transfer=0.30)
 POST = "\nAnswer the question using a single word or phrase."
+CHARTQA = get_benchmark("chartqa").agreement  # the questions below are about charts
 
 
 def test_fractions_are_parsed_strictly():
@@ -54,7 +56,7 @@ def test_forced_lengths_decode_to_the_limit(forced, chart_image):
 def test_each_forced_route_makes_its_real_calls(forced, chart_image, route, modes):
     small, large = forced
     cascade = Cascade(small, large, CascadeConfig(think_tokens=6, answer_tokens=3), "tiny-small", "tiny-large")
-    trace = cascade.answer("What is the tallest bar?", [chart_image], "relaxed", POST, 4, route=route)
+    trace = cascade.answer("What is the tallest bar?", [chart_image], CHARTQA, POST, 4, route=route)
     assert trace.route == route and [c.mode for c in trace.calls] == modes
     limits = dict(simple=4, think=6, answer=3, transfer=4)
     assert [c.result["output_tokens"] for c in trace.calls] == [limits[m] for m in modes]
@@ -70,7 +72,7 @@ def test_forced_sparse_transfer_with_reasoning_verification(forced, chart_image)
     small, large = forced
     config = CascadeConfig(think_tokens=6, verify="reasoning", transfer="sparse",
                            sparse=SparseOptions(layer=1, delta=0.8))
-    trace = Cascade(small, large, config).answer("What is the tallest bar?", [chart_image], "relaxed",
+    trace = Cascade(small, large, config).answer("What is the tallest bar?", [chart_image], CHARTQA,
                                                  POST, 4, route="transfer")
     assert trace.route == "transfer" and trace.calls[-1].mode == "transfer" and trace.kept_tokens is not None
     assert "answer" not in [c.mode for c in trace.calls]  # verify=reasoning has no second stage

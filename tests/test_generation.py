@@ -109,8 +109,9 @@ def test_think_prompt_has_no_short_answer_post_prompt():
 
 def test_r_baselines_and_mai_think_send_the_same_prompt(tiny_small, chart_image):
     """The R baselines (mai.evaluate.request_for, mode think) and MAI's Think call render one prompt."""
+    from mai.benchmarks import get_benchmark
     from mai.cascade import Cascade, CascadeConfig
-    from mai.data import Example, get_benchmark
+    from mai.data import Example
     from mai.evaluate import request_for
 
     bench = get_benchmark("synth-chartqa")

@@ -9,9 +9,15 @@ import pytest
 
 from analysis import report
 from mai import metrics
-from mai.data import Example, get_benchmark
+from mai.benchmarks import get_benchmark
+from mai.benchmarks.mmbench import letter_of
+from mai.benchmarks.realworldqa import RealWorldQA
+from mai.data import Example
 from mai.evaluate import scored_row
-from mai.metrics import aggregate, extract_mcq_answer, mmbench_letter, score, strip_reasoning_tags
+from mai.metrics import extract_mcq_answer, strip_reasoning_tags
+
+CHARTQA, POPE, INFOVQA, REALWORLDQA, MMBENCH = map(get_benchmark, ("chartqa", "pope", "infovqa", "realworldqa", "mmbench"))
+RWQA_D0C1EAE7 = RealWorldQA(scoring="d0c1eae7")
 
 
 def test_the_commit_is_named():
@@ -24,16 +30,16 @@ def test_the_commit_is_named():
 
 
 def test_answer_cues_are_not_read():
-    assert score("relaxed", "The answer is 5", ["5"]) == 0.0  # "the answer is 5" != "5"
+    assert CHARTQA.score("The answer is 5", ["5"]) == 0.0  # "the answer is 5" != "5"
     # ANLS: "answer: 42" vs "42" is 8 edits over 10 characters; 1 - 0.8 < 0.5 -> 0.
-    assert score("anls", "Answer: 42", ["42"]) == 0.0
-    assert score("pope", "The answer is yes", ["yes"]) == 0.0
+    assert INFOVQA.score("Answer: 42", ["42"]) == 0.0
+    assert POPE.score("The answer is yes", ["yes"]) == 0.0
 
 
 def test_score_extracted_reads_the_cue():
     """Our extraction is the separate step a reasoning row also reports."""
-    assert metrics.score_extracted("relaxed", "The answer is 5", ["5"]) == 1.0
-    assert metrics.score_extracted("pope", "<think>a dog</think>The answer is yes", ["yes"]) == 1.0
+    assert CHARTQA.score_extracted("The answer is 5", ["5"]) == 1.0
+    assert POPE.score_extracted("<think>a dog</think>The answer is yes", ["yes"]) == 1.0
 
 
 def test_scored_row_keeps_both_scores():
@@ -65,9 +71,9 @@ def test_reasoning_tags(raw, left):
 
 
 def test_unclosed_think_is_scored_with_its_text():
-    assert score("relaxed", "<think>the bar says 5", ["5"]) == 0.0
-    assert score("pope", "<think>\nyes", ["yes"]) == 0.0
-    assert score("relaxed", "<analysis>the bar says</analysis>5", ["5"]) == 1.0
+    assert CHARTQA.score("<think>the bar says 5", ["5"]) == 0.0
+    assert POPE.score("<think>\nyes", ["yes"]) == 0.0
+    assert CHARTQA.score("<analysis>the bar says</analysis>5", ["5"]) == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -87,8 +93,8 @@ def test_unclosed_think_is_scored_with_its_text():
     ("3.5", "3.5", 1.0, 0.0),  # the old filter deleted the "."
 ])
 def test_realworldqa(raw, target, now, before):
-    assert score("exact", raw, [target]) == now
-    assert score("exact", raw, [target], realworldqa_scoring="d0c1eae7") == before
+    assert REALWORLDQA.score(raw, [target]) == now
+    assert RWQA_D0C1EAE7.score(raw, [target]) == before
 
 
 # ---------------------------------------------------------------------------
@@ -132,15 +138,15 @@ CHOICES = {"A": "cat", "B": "dog", "C": "a red car"}
     ("no idea", ""),
 ])
 def test_mmbench_letter(raw, letter):
-    assert mmbench_letter(raw, dict(CHOICES)) == letter
+    assert letter_of(raw, dict(CHOICES)) == letter
 
 
 def test_mmbench_nan_option_text_is_matched_as_lmms_eval_does():
     # build_choices keeps the string "nan" (pd.isna("nan") is False): "banana" contains "banana" and
     # "nan", so the text match is ambiguous, and extract_mcq_answer finds no upper-case letter.
     choices = {"A": "banana", "B": "dog", "C": "cat", "D": "nan"}
-    assert score("option", "banana", ["A"], choices=choices) == 0.0
-    assert score("option", "banana", ["A"], choices={"A": "banana", "B": "dog"}) == 1.0
+    assert MMBENCH.score("banana", ["A"], meta={"choices": choices}) == 0.0
+    assert MMBENCH.score("banana", ["A"], meta={"choices": {"A": "banana", "B": "dog"}}) == 1.0
 
 
 def _mmbench_rows(wrong: set[int]) -> list[dict]:
@@ -157,15 +163,15 @@ def _mmbench_rows(wrong: set[int]) -> list[dict]:
 
 def test_mmbench_circular_two_questions_four_rotations_one_wrong():
     rows = _mmbench_rows(wrong={2_000_002})
-    assert aggregate("option", rows) == {"circular_accuracy": 0.5, "accuracy": 7 / 8, "questions": 2}
+    assert MMBENCH.aggregate(rows) == {"circular_accuracy": 0.5, "accuracy": 7 / 8, "questions": 2}
     assert report.accuracy(rows) == 50.0  # lmms-eval reports it x100
     assert report.accuracy(_mmbench_rows(wrong=set())) == 100.0
 
 
 def test_mmbench_rotation_without_its_question_counts_nowhere():
     rows = [r for r in _mmbench_rows(wrong={1_000_001}) if r["meta"]["index"] != 1]
-    assert aggregate("option", rows)["questions"] == 1
-    assert aggregate("option", rows)["circular_accuracy"] == 1.0
+    assert MMBENCH.aggregate(rows)["questions"] == 1
+    assert MMBENCH.aggregate(rows)["circular_accuracy"] == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -181,8 +187,8 @@ def test_chartqa_splits_beside_overall():
     rows = [{"benchmark": "chartqa", "prediction": p, "references": [t], "meta": {"type": k}} for p, t, k in [
         ("5", "5", "human_test"), ("6", "5", "human_test"), ("Yes", "yes", "augmented_test"),
         ("10.4", "10", "augmented_test")]]
-    assert aggregate("relaxed", rows) == {"relaxed_accuracy": 0.75, "relaxed_human_split": 0.5,
+    assert CHARTQA.aggregate(rows) == {"relaxed_accuracy": 0.75, "relaxed_human_split": 0.5,
                                           "relaxed_augmented_split": 1.0}
     assert report.chartqa_splits(rows) == {"human_split": 50.0, "augmented_split": 100.0}
     synth = [dict(r, meta={"type": "synthetic"}) for r in rows]
-    assert aggregate("relaxed", synth) == {"relaxed_accuracy": 0.75}
+    assert CHARTQA.aggregate(synth) == {"relaxed_accuracy": 0.75}

@@ -1,4 +1,4 @@
-"""Tests for mai.metrics: lmms-eval-identical scoring, answer extraction, agreement.
+"""lmms-eval-identical scoring (mai.metrics and each benchmark's module), answer extraction, agreement.
 
 Expected values are worked out by hand from lmms-eval's source at 75571cfe (chartqa/utils.py,
 api/metrics.py anls, pope/utils.py, realworldqa/utils.py, api/task.py, api/reasoning.py) and, for
@@ -9,18 +9,29 @@ in test_lmms_eval_scoring.py.
 import pytest
 
 from mai import MaiError
-from mai.answers import answers_agree, extract_answer
-from mai.metrics import (
-    METRICS,
-    aggregate,
-    anls,
-    exact_match,
-    levenshtein,
-    option_match,
-    pope_metrics,
-    relaxed_correctness,
-    score,
-)
+from mai.benchmarks import BENCHMARKS, get_benchmark
+from mai.benchmarks.pope import pope_metrics
+from mai.benchmarks.realworldqa import RealWorldQA
+from mai.metrics import anls, levenshtein, relaxed_correctness
+
+CHARTQA, POPE, INFOVQA, REALWORLDQA, MMBENCH = map(get_benchmark, ("chartqa", "pope", "infovqa", "realworldqa", "mmbench"))
+RWQA_D0C1EAE7 = RealWorldQA(scoring="d0c1eae7")
+
+
+def agree(a, b, bench, question="", rule="paper"):
+    """The cascade's agreement of two raw plain answers under the benchmark's rule."""
+    m = bench.matcher(question, rule)
+    return m.agree(m.read(a), m.read(b))
+
+
+def _now(prediction, target, question=None):
+    """RealWorldQA's score at 75571cfe of one raw output against one target."""
+    return REALWORLDQA.score(prediction, [target], question) == 1.0
+
+
+def _old(prediction, target, question=None):
+    """The same at d0c1eae7."""
+    return RWQA_D0C1EAE7.score(prediction, [target], question) == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -70,15 +81,15 @@ class TestRelaxedCorrectness:
         assert not relaxed_correctness("50% ", "0.5")
 
     def test_score_strips_prediction_like_lmms_eval_task_py(self):
-        assert score("relaxed", "yes \n", ["yes"]) == 1.0
-        assert score("relaxed", " 50% ", ["0.5"]) == 1.0
-        assert score("relaxed", "1,000", ["1000"]) == 0.0
+        assert CHARTQA.score("yes \n", ["yes"]) == 1.0
+        assert CHARTQA.score(" 50% ", ["0.5"]) == 1.0
+        assert CHARTQA.score("1,000", ["1000"]) == 0.0
 
     def test_plain_trailing_period_scored_as_lmms_eval(self):
         # No output is cleaned: "Yes." != "Yes", as in lmms-eval, with or without a think block.
-        assert score("relaxed", "Yes.", ["Yes"]) == 0.0
-        assert score("relaxed", "<think>look</think>Yes.", ["Yes"]) == 0.0
-        assert score("relaxed", "<think>look</think> Yes\n", ["Yes"]) == 1.0
+        assert CHARTQA.score("Yes.", ["Yes"]) == 0.0
+        assert CHARTQA.score("<think>look</think>Yes.", ["Yes"]) == 0.0
+        assert CHARTQA.score("<think>look</think> Yes\n", ["Yes"]) == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -129,13 +140,13 @@ class TestAnls:
         assert anls("abc", []) == 0.0
 
     def test_score_and_aggregate(self):
-        assert score("anls", " colour\n", ["color"]) == pytest.approx(1 - 1 / 6)
+        assert INFOVQA.score(" colour\n", ["color"]) == pytest.approx(1 - 1 / 6)
         rows = [
             {"prediction": "Paris", "references": ["paris"]},
             {"prediction": "color", "references": ["colour", "hue"]},
             {"prediction": "nothing", "references": ["abc"]},
         ]
-        assert aggregate("anls", rows) == {"anls": pytest.approx((1 + (1 - 1 / 6) + 0) / 3)}
+        assert INFOVQA.aggregate(rows) == {"anls": pytest.approx((1 + (1 - 1 / 6) + 0) / 3)}
 
 
 # ---------------------------------------------------------------------------
@@ -181,11 +192,11 @@ class TestPope:
 
     def test_plain_sentence_is_not_mapped(self):
         # lmms-eval compares the whole stripped, lowercased answer.
-        assert score("pope", "Yes, there is a dog.", ["yes"]) == 0.0
-        assert score("pope", "  YES \n", ["yes"]) == 1.0
+        assert POPE.score("Yes, there is a dog.", ["yes"]) == 0.0
+        assert POPE.score("  YES \n", ["yes"]) == 1.0
         # Nor is a reasoning output: only its think block goes.
-        assert score("pope", "<think>I see a dog</think>Yes, there is a dog.", ["yes"]) == 0.0
-        assert score("pope", "<think>I see a dog</think>Yes", ["yes"]) == 1.0
+        assert POPE.score("<think>I see a dog</think>Yes, there is a dog.", ["yes"]) == 0.0
+        assert POPE.score("<think>I see a dog</think>Yes", ["yes"]) == 1.0
 
     def test_aggregate(self):
         rows = [
@@ -194,7 +205,7 @@ class TestPope:
             {"prediction": "I looked.</think>\nNo", "references": ["no"]},  # a lone closing tag: the rest
             {"prediction": "yes", "references": "no"},
         ]
-        m = aggregate("pope", rows)
+        m = POPE.aggregate(rows)
         assert m == {
             "accuracy": pytest.approx(0.5),
             "precision": pytest.approx(0.5),
@@ -213,58 +224,56 @@ class TestExactMatch:
     """RealWorldQA at 75571cfe: extract_mcq_answer for an A-D target, lower/strip/rstrip('.') otherwise."""
 
     def test_letters_and_punctuation(self):
-        assert exact_match("B", "B")
-        assert not exact_match("b", "B")  # extract_mcq_answer reads upper-case letters only
-        assert exact_match("B.", "B")
-        assert exact_match("(B)", "B")
-        assert exact_match("B", "b")  # the target's case does not matter
-        assert not exact_match("A", "B")
+        assert _now("B", "B")
+        assert not _now("b", "B")  # extract_mcq_answer reads upper-case letters only
+        assert _now("B.", "B")
+        assert _now("(B)", "B")
+        assert _now("B", "b")  # the target's case does not matter
+        assert not _now("A", "B")
 
     def test_open_answers(self):
-        assert not exact_match("Two", "2")  # no number-word map any more
-        assert exact_match("3", "3")
-        assert exact_match("3.5", "3.5")  # punctuation is no longer deleted
-        assert exact_match("Downhill.", "downhill")  # one trailing "." goes
-        assert not exact_match("yes!", "yes")
+        assert not _now("Two", "2")  # no number-word map any more
+        assert _now("3", "3")
+        assert _now("3.5", "3.5")  # punctuation is no longer deleted
+        assert _now("Downhill.", "downhill")  # one trailing "." goes
+        assert not _now("yes!", "yes")
 
     def test_choice_text_is_not_mapped(self):
         q = "Which way is the car turning?\nA. Left\nB. Right\nC. Straight\nPlease answer directly."
-        assert not exact_match("Right", "B", question=q)
-        assert score("exact", "Right", ["B"], question=q) == 0.0
+        assert not _now("Right", "B", question=q)
+        assert REALWORLDQA.score("Right", ["B"], question=q) == 0.0
 
     def test_score(self):
-        assert score("exact", " C.\n", ["C"]) == 1.0
-        assert score("exact", "The answer is C.", ["C"]) == 1.0
+        assert REALWORLDQA.score(" C.\n", ["C"]) == 1.0
+        assert REALWORLDQA.score("The answer is C.", ["C"]) == 1.0
 
 
 class TestExactMatchD0c1eae7:
     """RealWorldQA as scored before 9ca4445d: the yaml's flexible-extract filters, then exact match."""
 
     def test_letters_and_punctuation(self):
-        old = dict(realworldqa_scoring="d0c1eae7")
-        assert exact_match("b", "B", **old)
-        assert exact_match("(B)", "B", **old)
-        assert not exact_match("I think A", "A", **old)  # "i think a" != "a"
+        assert _old("b", "B")
+        assert _old("(B)", "B")
+        assert not _old("I think A", "A")  # "i think a" != "a"
 
     def test_number_words(self):
-        old = dict(realworldqa_scoring="d0c1eae7")
-        assert exact_match("Two", "2", **old)
+        assert _old("Two", "2")
         # The number-word map only applies to the whole response, before punctuation goes.
-        assert not exact_match("two.", "2", **old)
+        assert not _old("two.", "2")
         # The filter deletes "[^\w\s]", so "3.5" becomes "35".
-        assert not exact_match("3.5", "3.5", **old)
-        assert exact_match("yes!", "yes", **old)
+        assert not _old("3.5", "3.5")
+        assert _old("yes!", "yes")
 
     def test_choice_text_mapping_needs_question(self):
         q = "Which way is the car turning?\nA. Left\nB. Right\nC. Straight\nPlease answer directly."
-        assert exact_match("Right", "B", question=q, realworldqa_scoring="d0c1eae7")
-        assert not exact_match("Right", "B", realworldqa_scoring="d0c1eae7")
-        assert score("exact", "Right", ["B"], question=q, realworldqa_scoring="d0c1eae7") == 1.0
+        assert _old("Right", "B", question=q)
+        assert not _old("Right", "B")
+        assert RWQA_D0C1EAE7.score("Right", ["B"], question=q) == 1.0
 
     def test_unknown_scoring_is_one_line(self):
         with pytest.raises(MaiError, match="unknown RealWorldQA scoring 'v0'; known: 75571cfe, d0c1eae7"):
-            exact_match("A", "A", realworldqa_scoring="v0")
-        assert aggregate("exact", [
+            RealWorldQA(scoring="v0")
+        assert REALWORLDQA.aggregate([
             {"prediction": "A", "references": ["A"]},
             {"prediction": "B", "references": ["A"]},
         ]) == {"exact_match": pytest.approx(0.5)}
@@ -298,17 +307,17 @@ class TestOption:
         ],
     )
     def test_extraction(self, text, letter):
-        assert extract_answer(text, "option") == letter
+        assert MMBENCH.extract(text) == letter
 
     def test_option_match(self):
-        assert option_match("The answer is C", "C")
-        assert option_match("C", "C")
-        assert not option_match("(a)", "A")  # MMBench static reads upper-case letters only
-        assert not option_match("C", "D")
-        assert not option_match("no idea", "A")
-        assert score("option", "B) a dog", ["B"]) == 1.0
+        assert MMBENCH.score("The answer is C", ["C"])
+        assert MMBENCH.score("C", ["C"])
+        assert not MMBENCH.score("(a)", ["A"])  # MMBench static reads upper-case letters only
+        assert not MMBENCH.score("C", ["D"])
+        assert not MMBENCH.score("no idea", ["A"])
+        assert MMBENCH.score("B) a dog", ["B"]) == 1.0
         # Rows without an index are questions of their own.
-        assert aggregate("option", [
+        assert MMBENCH.aggregate([
             {"prediction": "A", "references": ["A"]},
             {"prediction": "B", "references": ["A"]},
             {"prediction": "(A)", "references": ["A"]},
@@ -323,76 +332,76 @@ class TestOption:
 
 class TestExtractAnswer:
     def test_balanced_think_block(self):
-        assert extract_answer("<think>\nlong reasoning\n</think>\n\n42", "relaxed") == "42"
+        assert CHARTQA.extract("<think>\nlong reasoning\n</think>\n\n42") == "42"
 
     def test_lone_close_tag_from_thinking_template(self):
-        assert extract_answer("reasoning...\n</think>\n\nYes", "pope") == "yes"
-        assert extract_answer("a</think>b</think>C", "relaxed") == "C"  # after the last one
+        assert POPE.extract("reasoning...\n</think>\n\nYes") == "yes"
+        assert CHARTQA.extract("a</think>b</think>C") == "C"  # after the last one
 
     def test_unterminated_think(self):
-        assert extract_answer("<think>\nreasoning that got cut", "relaxed") == ""
-        assert extract_answer("<think>\nreasoning that got cut", "option") == ""
+        assert CHARTQA.extract("<think>\nreasoning that got cut") == ""
+        assert MMBENCH.extract("<think>\nreasoning that got cut") == ""
 
     def test_answer_cue(self):
-        assert extract_answer("<think>x</think>The answer is **12.5%**.", "relaxed") == "12.5%"
-        assert extract_answer("The answer is: 5\nBecause the bar is tallest.", "relaxed") == "5"
-        assert extract_answer("Answer: 3. Wait, the final answer is 4.", "relaxed") == "4"  # last cue
-        assert extract_answer("FINAL ANSWER IS \"Paris\"", "anls") == "Paris"
-        assert extract_answer("Answer:\nB", "exact") == "B"
+        assert CHARTQA.extract("<think>x</think>The answer is **12.5%**.") == "12.5%"
+        assert CHARTQA.extract("The answer is: 5\nBecause the bar is tallest.") == "5"
+        assert CHARTQA.extract("Answer: 3. Wait, the final answer is 4.") == "4"  # last cue
+        assert INFOVQA.extract("FINAL ANSWER IS \"Paris\"") == "Paris"
+        assert REALWORLDQA.extract("Answer:\nB") == "B"
 
     def test_plain_output_only_stripped(self):
         # No think tag and no cue: what lmms-eval scores, untouched apart from whitespace.
-        assert extract_answer("  Yes.  ", "relaxed") == "Yes."
-        assert extract_answer("\"Paris\"", "anls") == "\"Paris\""
-        assert extract_answer("Yes, there is.", "pope") == "Yes, there is."
-        assert extract_answer("1,000", "relaxed") == "1,000"
+        assert CHARTQA.extract("  Yes.  ") == "Yes."
+        assert INFOVQA.extract("\"Paris\"") == "\"Paris\""
+        assert POPE.extract("Yes, there is.") == "Yes, there is."
+        assert CHARTQA.extract("1,000") == "1,000"
 
     def test_pope_mapping_for_reasoning_outputs(self):
-        assert extract_answer("</think>No, there is no cat.", "pope") == "no"
-        assert extract_answer("<think></think>Not sure", "pope") == "Not sure"  # "Not" is not "no"
-        assert extract_answer("<think></think>Yesterday", "pope") == "Yesterday"
+        assert POPE.extract("</think>No, there is no cat.") == "no"
+        assert POPE.extract("<think></think>Not sure") == "Not sure"  # "Not" is not "no"
+        assert POPE.extract("<think></think>Yesterday") == "Yesterday"
 
 
 # ---------------------------------------------------------------------------
-# answers_agree (the cascade's matcher)
+# agreement (the cascade's matcher, each benchmark's rule)
 # ---------------------------------------------------------------------------
 
 
 class TestAnswersAgree:
     def test_relaxed(self):
-        assert answers_agree("102", "100", "relaxed")
-        assert answers_agree("105", "100", "relaxed")
-        assert not answers_agree("106", "100", "relaxed")
-        assert answers_agree("Yes.", "yes", "relaxed")
-        assert answers_agree("50%", "0.5", "relaxed")
-        assert not answers_agree("0", "0.0", "relaxed")
-        assert answers_agree("<think>hmm</think>The answer is 7", "7", "relaxed")
+        assert agree("102", "100", CHARTQA)
+        assert agree("105", "100", CHARTQA)
+        assert not agree("106", "100", CHARTQA)
+        assert agree("Yes.", "yes", CHARTQA)
+        assert agree("50%", "0.5", CHARTQA)
+        assert not agree("0", "0.0", CHARTQA)
+        assert agree("<think>hmm</think>The answer is 7", "7", CHARTQA)
 
     def test_empty_never_agrees(self):
-        for metric in METRICS:
-            assert not answers_agree("", "", metric)
-            assert not answers_agree("<think>cut off", "<think>cut off", metric)
+        for bench in BENCHMARKS.values():
+            assert not agree("", "", bench)
+            assert not agree("<think>cut off", "<think>cut off", bench)
 
     def test_anls(self):
-        assert answers_agree("New  York", "new york", "anls")
-        assert answers_agree("\"Paris\".", "paris", "anls")
-        assert not answers_agree("1995", "1996", "anls", rule="strict")  # ANLS 0.75: agrees only by the paper's rule
+        assert agree("New  York", "new york", INFOVQA)
+        assert agree("\"Paris\".", "paris", INFOVQA)
+        assert not agree("1995", "1996", INFOVQA, rule="strict")  # ANLS 0.75: agrees only by the paper's rule
 
     def test_pope(self):
-        assert answers_agree("Yes, there is a dog.", "yes", "pope")
-        assert answers_agree("No", "</think>no", "pope")
-        assert not answers_agree("no", "Yes", "pope")
-        assert not answers_agree("maybe", "maybe", "pope")
+        assert agree("Yes, there is a dog.", "yes", POPE)
+        assert agree("No", "</think>no", POPE)
+        assert not agree("no", "Yes", POPE)
+        assert not agree("maybe", "maybe", POPE)
 
     def test_exact(self):
-        assert answers_agree("B.", "b", "exact")
-        assert answers_agree("two", "2", "exact")
-        assert not answers_agree("A", "B", "exact")
+        assert agree("B.", "b", REALWORLDQA)
+        assert agree("two", "2", REALWORLDQA)
+        assert not agree("A", "B", REALWORLDQA)
 
     def test_option(self):
-        assert answers_agree("(C)", "The answer is C", "option")
-        assert not answers_agree("A", "B", "option")
-        assert not answers_agree("no idea", "no idea", "option")  # no letter in either
+        assert agree("(C)", "The answer is C", MMBENCH)
+        assert not agree("A", "B", MMBENCH)
+        assert not agree("no idea", "no idea", MMBENCH)  # no letter in either
 
 
 # ---------------------------------------------------------------------------
@@ -400,20 +409,15 @@ class TestAnswersAgree:
 # ---------------------------------------------------------------------------
 
 
-def test_metric_names():
-    assert METRICS == ("relaxed", "anls", "pope", "exact", "option")
+def test_benchmark_metrics():
+    """Each benchmark's lmms-eval metric and the number its tables report (a key of its aggregate())."""
+    assert {name: (b.metric, b.headline) for name, b in BENCHMARKS.items()} == {
+        "chartqa": ("relaxed", "relaxed_accuracy"), "pope": ("pope", "accuracy"), "infovqa": ("anls", "anls"),
+        "realworldqa": ("exact", "exact_match"), "mmbench": ("option", "circular_accuracy"),
+        "synth-chartqa": ("relaxed", "relaxed_accuracy"), "synth-pope": ("pope", "accuracy")}
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda: score("bleu", "a", ["a"]),
-        lambda: extract_answer("a", "bleu"),
-        lambda: answers_agree("a", "a", "bleu"),
-        lambda: aggregate("bleu", []),
-    ],
-)
-def test_unknown_metric(call):
-    with pytest.raises(ValueError, match=r"unknown metric 'bleu'; known metrics: relaxed, anls, pope, exact, option") as err:
-        call()
+def test_unknown_agreement_rule():
+    with pytest.raises(ValueError, match=r"agree must be one of \('paper', 'strict'\), got 'loose'") as err:
+        POPE.matcher("", "loose")
     assert "\n" not in str(err.value)

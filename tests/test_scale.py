@@ -138,7 +138,7 @@ def test_a_failing_example_in_a_batch_becomes_one_error_row(tmp_path):
     import dataclasses
 
     from mai.batch import run_systems_stage_major
-    from mai.data import load_benchmark
+    from mai.benchmarks import load_benchmark
     from mai.results import RunStore
 
     examples = load_benchmark("synth-pope", 4, 0)
