@@ -28,12 +28,14 @@ context (a context that does not end with it is kept whole). ``max_new_tokens`` 
 over ``batch_size`` requests at a time, one task after another.
 
 Agreement (mutual verification). A task that is one of ours (chartqa, pope, infovqa_val, realworldqa,
-mmbench_en_dev(_static), by task name or by the lmms-eval doc_to_text it uses) gets our per-benchmark
-rule (mai.answers, ``agree=paper`` or ``strict``). Any other task gets the stated default: ANLS >= 0.5
-between the two answers when the task's metric is ANLS, else normalised exact match (lowercase, number
-words as digits, punctuation removed, whitespace collapsed), never through a question's options.
-``agree=<metric>`` (relaxed, anls, pope, exact, option) imposes one rule on every task. The rule each task
-used is in config.json ("agreement") and in every row ("agree_rule").
+mmbench_en_dev(_static), by task name or by the lmms-eval doc_to_text it uses) gets its benchmark's rule
+(``Benchmark.agreement`` in mai/benchmarks/, under ``agree=paper`` or ``strict``). Any other task gets the
+stated default, ``mai.answers.default_agreement``: ANLS >= 0.5 between the two answers when the task's
+metric is ANLS, else normalised exact match (lowercase, number words as digits, punctuation removed,
+whitespace collapsed), never through a question's options. ``agree=exact`` or ``agree=anls``
+(``mai.answers.AGREEMENTS``), or ``agree=<benchmark>`` (chartqa, pope, ...: that benchmark's rule), imposes
+one rule on every task. The rule each task used, with its ``summary``, is in config.json ("agreement") and
+in every row ("agree_rule").
 
 Reasoning tags. The lmms-eval CLI strips <think>/<analysis> blocks before scoring (its default
 --reasoning_tags); ``simple_evaluate`` called without ``cli_args`` does not (lmms_eval/evaluator.py). The
@@ -44,7 +46,7 @@ Our own record, beside lmms-eval's output: ``<out>/lmms_eval/<run_name>/`` (``ou
 "runs", ``run_name`` to the model and a time stamp) holds config.json (model args, cascade config,
 agreement per task, lmms-eval version, provenance), models.json and results.jsonl: one row per request
 with the raw prediction, the returned text, the route and the trace of every call (mai.cascade.Trace),
-and, for our own tasks, our score of the returned text (mai.metrics).
+and, for our own tasks, our score of the returned text (its benchmark's ``score``).
 
 Token counts given to lmms-eval: input and output tokens of every call of both models together; the
 small model's reasoning tokens as ``reasoning_tokens``.
@@ -59,9 +61,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mai import MaiError, metrics
-from mai.answers import Matcher
+from mai.answers import AGREE_RULES, AGREEMENTS, Matcher, default_agreement
 
-# lmms-eval task -> our benchmark (mai.data.BENCHMARKS), by the task name lmms-eval 0.7.3 gives it ...
+# lmms-eval task -> our benchmark (mai.benchmarks.BENCHMARKS), by the task name lmms-eval 0.7.3 gives it ...
 TASK_BENCHMARKS = {"chartqa": "chartqa", "pope": "pope", "infovqa_val": "infovqa", "realworldqa": "realworldqa",
                    "mmbench_en_dev": "mmbench", "mmbench_en_dev_static": "mmbench"}
 # ... or by the doc_to_text it builds prompts with (lmms_eval/tasks/<folder>/<file>.py::<function>), which a
@@ -73,7 +75,6 @@ DOC_TO_TEXT_BENCHMARKS = {
     ("realworldqa", "utils", "realworldqa_doc_to_text"): "realworldqa",
     ("mmbench", "en_utils", "mmbench_doc_to_text"): "mmbench",
 }
-AGREE = ("paper", "strict", *metrics.METRICS)
 
 
 def manifests():
@@ -130,41 +131,38 @@ def split_context(context: str, post_prompt: str) -> tuple[str, str]:
     return question, context[len(question):]
 
 
-# item 3: moves to the shared agreement place at merge
-def default_agreement(metric_names: list[str]) -> str:
-    """The stated default for a task we have no rule for, as the mai.metrics name whose Matcher applies it:
-    "anls" (ANLS >= 0.5 between the answers) when the task's metric is ANLS, else "exact" (normalised
-    exact match; applied without the question, so never through options)."""
-    return "anls" if any(str(m).lower() == "anls" for m in metric_names) else "exact"
+def agree_values() -> tuple[str, ...]:
+    """What model_args agree= takes: a rule for our benchmarks' own agreement (paper | strict), or one
+    agreement for every task: a default's (exact | anls) or a benchmark's (its name)."""
+    from mai.benchmarks import BENCHMARKS
+
+    return (*AGREE_RULES, *AGREEMENTS, *BENCHMARKS)
 
 
 @dataclasses.dataclass(frozen=True)
 class Agreement:
-    """How mutual verification compares answers on one task: the Matcher's metric, whether it reads the
-    question's options, the rule (paper | strict) and a description for the results."""
+    """How mutual verification compares answers on one task: the Matcher class (a benchmark's, or the stated
+    default, which reads no options) and a description for the results."""
 
-    metric: str
-    with_question: bool
-    rule: str
+    matcher: type[Matcher]
     describe: str
-
-    def matcher(self, question: str) -> Matcher:
-        return Matcher(self.metric, question if self.with_question else "", self.rule)
 
 
 def agreement_for(benchmark: str | None, metric_names: list[str], agree: str) -> Agreement:
     """The agreement rule for a task (see the module doc)."""
-    if agree not in AGREE:
-        raise MaiError(f"agree must be one of {', '.join(AGREE)}, got {agree!r}")
-    if agree in metrics.METRICS:
-        return Agreement(agree, True, "paper", f"{agree} for every task (model_args agree={agree})")
-    if benchmark is not None:
-        from mai.data import get_benchmark
+    from mai.benchmarks import BENCHMARKS, get_benchmark
 
-        return Agreement(get_benchmark(benchmark).metric, True, agree, f"{benchmark} ({agree}, mai.answers)")
-    metric = default_agreement(metric_names)
-    what = "ANLS >= 0.5" if metric == "anls" else "normalised exact match"
-    return Agreement(metric, False, agree, f"default: {what}")
+    if agree not in agree_values():
+        raise MaiError(f"agree must be one of {', '.join(agree_values())}, got {agree!r}")
+    if agree in AGREEMENTS or agree in BENCHMARKS:
+        rule = default_agreement(override=agree) if agree in AGREEMENTS else get_benchmark(agree).agreement
+        return Agreement(rule, f"{rule.summary} for every task (model_args agree={agree})")
+    if benchmark is not None:
+        rule = get_benchmark(benchmark).agreement
+        return Agreement(rule, f"{benchmark} ({agree}): {rule.summary}")
+    # The task's metric is ANLS when any metric of its metric_list is.
+    rule = default_agreement(" ".join(str(m) for m in metric_names))
+    return Agreement(rule, f"default: {rule.summary}")
 
 
 def returned_text(raw: str, until: list[str] | None = None) -> str:
@@ -183,20 +181,19 @@ def stop_strings(gen_kwargs: dict) -> list[str]:
     return [until] if isinstance(until, str) else list(until)
 
 
-def our_score(benchmark: str, text: str, doc: dict, target) -> tuple[float, list[str], dict]:
-    """Our scoring (mai.metrics) of a returned text on one of our tasks: (score, references, meta), the
-    meta that metrics.aggregate needs (ChartQA's type, MMBench's index and option texts)."""
-    from mai.data import get_benchmark
+def our_score(benchmark: str, text: str, doc: dict, doc_id: int, target) -> tuple[float, list[str], dict] | None:
+    """Our scoring of a returned text on one of our tasks (its benchmark's ``score``): (score, references,
+    meta), the meta its ``aggregate`` reads (ChartQA's type, MMBench's index and option texts), taken from
+    the Example our loader makes of the doc (an lmms-eval doc is a row of the hub schema); None for a doc
+    that lacks a column of that schema, which lmms-eval still scores."""
+    from mai.benchmarks import get_benchmark
 
-    metric = get_benchmark(benchmark).metric
+    bench = get_benchmark(benchmark)
+    if bench.missing_columns(doc):
+        return None
+    example = bench.example(doc, doc_id)
     references = [str(t) for t in target] if isinstance(target, (list, tuple)) else [str(target)]
-    meta: dict = {}
-    if benchmark == "chartqa":
-        meta["type"] = doc.get("type")
-    if benchmark == "mmbench":
-        meta = {"index": int(doc["index"]), "choices": metrics.mmbench_choices(doc)}
-    s = metrics.score(metric, text, references, question=doc.get("question"), choices=meta.get("choices"))
-    return s, references, meta
+    return bench.score(text, references, example.question, example.meta), references, example.meta
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -225,8 +222,8 @@ def parse_args(model_id: str, given: dict, defaults: dict) -> dict:
 
 
 def cascade_config(args: dict):
-    """The CascadeConfig of `mai`'s model args (agree: paper | strict reach the cascade; a metric name is
-    applied per task by agreement_for)."""
+    """The CascadeConfig of `mai`'s model args (agree: paper | strict reach the cascade; one agreement for
+    every task is applied per task by agreement_for, under the paper rule)."""
     from mai.attention import SparseOptions
     from mai.cascade import CascadeConfig
 
@@ -308,7 +305,7 @@ def by_task(items: list[Item]) -> dict[str, list[int]]:
 
 def base_row(item: Item, system: str, raw: str, returned: str) -> dict:
     """Our row of one request: what was asked, the raw output and what lmms-eval got; for our own tasks,
-    our score of the returned text, its references and the meta metrics.aggregate reads."""
+    our score of the returned text, its references and the meta its aggregate reads."""
     from mai.results import row_key
 
     task = task_of(item.doc_to_visual)
@@ -317,8 +314,9 @@ def base_row(item: Item, system: str, raw: str, returned: str) -> dict:
                benchmark=item.task, system=system, doc_id=item.doc_id, split=item.split, question=item.context,
                target=target if isinstance(target, (str, int, float, list)) else str(target),
                prediction=raw, returned=returned, error=None)
-    if item.benchmark is not None:
-        row["score"], row["references"], row["meta"] = our_score(item.benchmark, returned, item.doc, target)
+    ours = our_score(item.benchmark, returned, item.doc, item.doc_id, target) if item.benchmark else None
+    if ours is not None:
+        row["score"], row["references"], row["meta"] = ours
         row["scored_as"] = item.benchmark
     return row
 
@@ -339,7 +337,7 @@ def open_store(args: dict, system: str, extra: dict):
                   lmms_eval=metadata.version("lmms_eval"), provenance=provenance(args["device"]),
                   scoring=dict(returned=("reasoning blocks stripped with lmms-eval's CLI default tags "
                                          f"{[list(p) for p in metrics.REASONING_TAGS]}"),
-                               ours=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT} (mai.metrics)"),
+                               ours=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT} (mai/benchmarks/)"),
                   **extra)
     store = RunStore(args["out"], "lmms_eval", str(run_name), config)
     if store.rows():
@@ -439,7 +437,8 @@ def _build_classes() -> dict:
             from mai.cli import check_sparse_layer
 
             check_sparse_layer(self.config, self.small.loaded)
-            self.names = {"small": self.small.loaded.label, "large": self.large.loaded.label}
+            self.cascade = Cascade(self.small, self.large, self.config, self.small.loaded.label,
+                                   self.large.loaded.label)
             self.models = {g.loaded.label: g.loaded.describe() for g in (self.small, self.large)}
             self.store = None
 
@@ -454,13 +453,11 @@ def _build_classes() -> dict:
 
         def _answer(self, items: list[Item]) -> list:
             agreement = self.agreement(items[0])  # a chunk holds one task
-            cascade = _TaskCascade(self.small, self.large, self.config, self.names["small"], self.names["large"],
-                                   agreement=agreement)
             # question + post_prompt is the context: the Simple prompt as lmms-eval built it
-            queries = [Query(it.question, it.images(), agreement.metric, it.post_prompt, it.max_new_tokens)
+            queries = [Query(it.question, it.images(), agreement.matcher, it.post_prompt, it.max_new_tokens)
                        for it in items]
             out = []
-            for item, trace in zip(items, run_cascade_stage_major(cascade, queries)):
+            for item, trace in zip(items, run_cascade_stage_major(self.cascade, queries)):
                 returned = returned_text(trace.prediction, item.until)
                 row = base_row(item, self.system, trace.prediction, returned)
                 row.update({k: v for k, v in trace_output(trace).items() if k != "text"}, agree_rule=agreement.describe)
@@ -471,16 +468,6 @@ def _build_classes() -> dict:
                                      reasoning_tokens=think[0].result["output_tokens"] if think else None)
                 out.append((returned, row, counts))
             return out
-
-    class _TaskCascade(Cascade):
-        """The cascade with one task's agreement rule (the stated default reads no options)."""
-
-        def __init__(self, *args, agreement: Agreement, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.agreement = agreement
-
-        def matcher(self, metric: str, question: str) -> Matcher:
-            return self.agreement.matcher(question)
 
     class MAISingle(_Base):
         """One model with the Simple or Think prompt (Table 7's S and R rows) as an lmms-eval simple model."""
@@ -500,7 +487,7 @@ def _build_classes() -> dict:
             return dict(mode=self.args["mode"])
 
         def agreement(self, item: Item) -> Agreement:
-            return Agreement("exact", False, "paper", "none (one model)")
+            return Agreement(Matcher, "none (one model)")
 
         def generate_until(self, requests) -> list:
             return self._run(requests, self._answer)

@@ -1,10 +1,12 @@
-"""Differential test: our scoring (mai.metrics) against lmms-eval 0.7.3's own task functions.
+"""Differential test: our scoring (mai/benchmarks/) against lmms-eval 0.7.3's own task functions.
 
 lmms-eval's side is its real pipeline for each task: the evaluator's strip_reasoning_tags with the CLI's
 default --reasoning_tags (read off its own argument parser), then the task object's process_results
 (ConfigurableTask: the whitespace strip, then the task's function or metric) and its aggregation, on
 ConfigurableTask objects built by lmms-eval from local YAMLs that include its task files (chartqa, pope,
-infovqa_val, realworldqa, mmbench_en_dev_static). Ours: mai.metrics.score / aggregate on the raw text.
+infovqa_val, realworldqa, mmbench_en_dev_static). Ours: each benchmark's score / aggregate on the raw text
+(mai/benchmarks/<name>.py; POPE's pope_metrics, MMBench's choices_of and CircularEval), and
+mai.metrics.extract_mcq_answer.
 The cases are generated from a seeded Random (thousands per task, synthetic); every one must agree.
 
 Needs the lmms extra (`bash scripts/setup.sh --lmms`); skipped with one line without it.
@@ -21,6 +23,9 @@ import pytest
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval not installed: bash scripts/setup.sh --lmms")
 
 from mai import metrics  # noqa: E402
+from mai.benchmarks import get_benchmark  # noqa: E402
+from mai.benchmarks.mmbench import choices_of  # noqa: E402
+from mai.benchmarks.pope import pope_metrics  # noqa: E402
 
 from lmms_tasks import LOCAL_TASKS, write_tasks  # noqa: E402
 
@@ -112,7 +117,7 @@ def test_reasoning_tags_are_the_clis(cli_tags):
 
 
 def test_chartqa(tasks, cli_tags):
-    task, rng = tasks["mai_local_chartqa"], random.Random(1)
+    task, rng, ours_b = tasks["mai_local_chartqa"], random.Random(1), get_benchmark("chartqa")
     per_doc, rows = [], []
     for i in range(N):
         target = rng.choice([number(rng), str(20 * rng.randint(1, 50)), rng.choice(WORDS), atom(rng)])
@@ -120,8 +125,8 @@ def test_chartqa(tasks, cli_tags):
         raw = raw_output(rng, extra=[target, target.upper(), target + "%", *near(target) * 2])
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": [target], "meta": {"type": doc["type"]}})
-        assert metrics.score("relaxed", raw, [target]) == per_doc[-1]["relaxed_overall"], (raw, target)
-    ours = metrics.aggregate("relaxed", rows)
+        assert ours_b.score(raw, [target]) == per_doc[-1]["relaxed_overall"], (raw, target)
+    ours = ours_b.aggregate(rows)
     agg = task.aggregation()
     for theirs, key in (("relaxed_overall", "relaxed_accuracy"), ("relaxed_human_split", "relaxed_human_split"),
                         ("relaxed_augmented_split", "relaxed_augmented_split")):
@@ -140,8 +145,8 @@ def test_pope(tasks, cli_tags):
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         preds.append(metrics.lmms_eval_response(raw))
         truths.append(truth)
-        assert metrics.score("pope", raw, [truth]) == per_doc[-1]["pope_accuracy"]["score"], (raw, truth)
-    ours = metrics.pope_metrics(preds, truths)
+        assert get_benchmark("pope").score(raw, [truth]) == per_doc[-1]["pope_accuracy"]["score"], (raw, truth)
+    ours = pope_metrics(preds, truths)
     agg = task.aggregation()
     for theirs, key in (("pope_accuracy", "accuracy"), ("pope_precision", "precision"), ("pope_recall", "recall"),
                         ("pope_f1_score", "f1"), ("pope_yes_ratio", "yes_ratio")):
@@ -150,7 +155,7 @@ def test_pope(tasks, cli_tags):
 
 
 def test_infovqa(tasks, cli_tags):
-    task, rng = tasks["mai_local_infovqa"], random.Random(3)
+    task, rng, ours_b = tasks["mai_local_infovqa"], random.Random(3), get_benchmark("infovqa")
     per_doc, rows = [], []
     for i in range(N):
         answers = [rng.choice(WORDS + ["panel 3", "Panel  3", "p3", "ßtraße", "12,345", "panel"])
@@ -160,13 +165,13 @@ def test_infovqa(tasks, cli_tags):
         raw = raw_output(rng, extra=answers + [a + "s" for a in answers] + half)
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": answers})
-        assert metrics.score("anls", raw, answers) == pytest.approx(per_doc[-1]["anls"], abs=1e-12), (raw, answers)
+        assert ours_b.score(raw, answers) == pytest.approx(per_doc[-1]["anls"], abs=1e-12), (raw, answers)
     assert task.aggregation()["anls"]([d["anls"] for d in per_doc]) == pytest.approx(
-        metrics.aggregate("anls", rows)["anls"], abs=1e-12)
+        ours_b.aggregate(rows)["anls"], abs=1e-12)
 
 
 def test_realworldqa(tasks, cli_tags):
-    task, rng = tasks["mai_local_realworldqa"], random.Random(4)
+    task, rng, ours_b = tasks["mai_local_realworldqa"], random.Random(4), get_benchmark("realworldqa")
     per_doc, rows = [], []
     for i in range(N):
         target = rng.choice(["A", "B", "C", "D", "a", " B ", "0", "3", "Downhill", "Left", "two"])
@@ -174,9 +179,9 @@ def test_realworldqa(tasks, cli_tags):
         raw = raw_output(rng, extra=[target, "Left", "Right"])
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": [target]})
-        assert metrics.score("exact", raw, [target]) == per_doc[-1]["exact_match"], (raw, target)
+        assert ours_b.score(raw, [target]) == per_doc[-1]["exact_match"], (raw, target)
     assert task.aggregation()["exact_match"]([d["exact_match"] for d in per_doc]) == pytest.approx(
-        metrics.aggregate("exact", rows)["exact_match"], abs=1e-12)
+        ours_b.aggregate(rows)["exact_match"], abs=1e-12)
 
 
 def mmbench_docs(rng: random.Random) -> list[dict]:
@@ -208,10 +213,10 @@ def test_mmbench_static_circular(tasks, cli_tags, tmp_path, capsys):
         raw = raw_output(rng, extra=[doc["answer"]] * 3 + texts)
         per_doc.append(task.process_results(doc, [lmms_response(raw, cli_tags)]))
         rows.append({"prediction": raw, "references": [doc["answer"]],
-                     "meta": {"index": doc["index"], "choices": metrics.mmbench_choices(doc)}})
+                     "meta": {"index": doc["index"], "choices": choices_of(doc)}})
     args = SimpleNamespace(output_path=str(tmp_path))
     theirs = task.aggregation()["gpt_eval_score"]([d["gpt_eval_score"] for d in per_doc], args)
-    ours = metrics.aggregate("option", rows)
+    ours = get_benchmark("mmbench").aggregate(rows)
     capsys.readouterr()
     assert len(docs) > 1000
     assert theirs == pytest.approx(100 * ours["circular_accuracy"], abs=1e-9)

@@ -3,7 +3,8 @@ the text handed back, model args. The runs through lmms-eval are in test_lmms_ev
 import pytest
 
 from mai import MaiError, lmms_eval_model as plugin
-from mai.data import BENCHMARKS
+from mai.answers import AnlsMatcher, Matcher
+from mai.benchmarks import BENCHMARKS
 
 
 def test_importing_mai_needs_no_lmms_eval():
@@ -17,7 +18,7 @@ def test_importing_mai_needs_no_lmms_eval():
 
 @pytest.mark.parametrize("bench", ["chartqa", "pope", "infovqa", "realworldqa", "mmbench"])
 def test_split_context_gives_our_question_and_post_prompt(bench):
-    """A context built as lmms-eval's doc_to_text builds it splits into what mai.data holds (question,
+    """A context built as lmms-eval's doc_to_text builds it splits into what our benchmark holds (question,
     post_prompt), whose sum is the context: the Simple prompt stays lmms-eval's own."""
     post = BENCHMARKS[bench].post_prompt
     yaml_post = post[1:] if bench == "mmbench" else post  # mmbench_doc_to_text adds "\n" + its yaml post_prompt
@@ -33,15 +34,17 @@ def test_split_context_keeps_a_context_without_the_post_prompt():
 
 def test_agreement_for_our_tasks_and_the_stated_default():
     ours = plugin.agreement_for("infovqa", ["anls"], "paper")
-    assert (ours.metric, ours.with_question, ours.rule) == ("anls", True, "paper")
+    assert (ours.matcher, ours.describe) == (BENCHMARKS["infovqa"].agreement,
+                                             "infovqa (paper): ANLS >= 0.5 between the two answers")
     default = plugin.agreement_for(None, ["exact_match"], "paper")
-    assert (default.metric, default.with_question, default.describe) == ("exact", False,
-                                                                          "default: normalised exact match")
-    anls = plugin.agreement_for(None, ["ANLS"], "strict")
-    assert (anls.metric, anls.rule, anls.describe) == ("anls", "strict", "default: ANLS >= 0.5")
-    forced = plugin.agreement_for("pope", ["pope_accuracy"], "relaxed")
-    assert forced.metric == "relaxed" and "agree=relaxed" in forced.describe
-    with pytest.raises(MaiError, match="agree must be one of"):
+    assert (default.matcher, default.describe) == (Matcher, "default: normalised exact match")
+    anls = plugin.agreement_for(None, ["exact_match", "ANLS"], "strict")  # any ANLS metric of the task
+    assert (anls.matcher, anls.describe) == (AnlsMatcher, "default: ANLS >= 0.5 between the two answers")
+    forced = plugin.agreement_for("pope", ["pope_accuracy"], "chartqa")
+    assert forced.matcher is BENCHMARKS["chartqa"].agreement and "agree=chartqa" in forced.describe
+    exact = plugin.agreement_for("infovqa", ["anls"], "exact")  # the default overridden, on our tasks too
+    assert (exact.matcher, exact.describe) == (Matcher, "normalised exact match for every task (model_args agree=exact)")
+    with pytest.raises(MaiError, match="agree must be one of paper, strict, exact, anls, chartqa"):
         plugin.agreement_for(None, [], "fuzzy")
 
 
@@ -54,6 +57,8 @@ def test_the_default_rule_ignores_options_where_realworldqa_reads_them():
     assert default.agree(default.read("The  LEFT."), default.read("the left"))
     anls = plugin.agreement_for(None, ["anls"], "paper").matcher("")
     assert anls.agree(anls.read("panel 12"), anls.read("panel 13")) and not anls.agree("cat", "dog")
+    strict = plugin.agreement_for(None, ["anls"], "strict").matcher("", "strict")  # as Cascade.matcher builds it
+    assert not strict.agree(strict.read("panel 12"), strict.read("panel 13"))
 
 
 @pytest.mark.parametrize("raw, until, returned", [
@@ -79,4 +84,16 @@ def test_model_args_are_checked_before_any_model_loads():
     with pytest.raises(MaiError, match="verify must be answer or reasoning"):
         plugin.cascade_config({**args, "verify": "both"})
     config = plugin.cascade_config({**args, "sparse_layer": 2, "agree": "anls"})
-    assert (config.sparse.layer, config.agree) == (2, "paper")  # a metric name is applied per task
+    assert (config.sparse.layer, config.agree) == (2, "paper")  # one rule for every task is applied per task
+
+
+def test_our_score_reads_an_lmms_eval_doc_as_our_loader_reads_a_hub_row():
+    """MMBench's meta (its index for CircularEval, the options its static scorer matches) comes from the doc
+    through the benchmark's own loader; a doc lacking a column of the hub schema gets no score of ours."""
+    doc = {"index": 1_000_003, "question": "Which animal?", "hint": "nan", "answer": "B", "A": "cat", "B": "dog",
+           "C": None, "D": "nan", "image": None, "category": "animals"}
+    score, references, meta = plugin.our_score("mmbench", "a dog", doc, 7, "B")
+    assert (score, references) == (1.0, ["B"])  # the option text "dog" names B
+    assert (meta["index"], meta["choices"]) == (1_000_003, {"A": "cat", "B": "dog", "D": "nan"})
+    assert plugin.our_score("mmbench", "a cat", doc, 7, "B")[0] == 0.0
+    assert plugin.our_score("chartqa", "5", {"question": "q", "answer": "5"}, 0, "5") is None  # no image, type

@@ -1,7 +1,7 @@
 """MAI through lmms-eval 0.7.3, offline: `lmms-eval --model mai` (the CLI, in a subprocess) and
 `simple_evaluate(model="mai")` / `model="mai-single"` on local POPE and ChartQA tasks (parquet files in the
 hub schema, task YAMLs that include lmms-eval's own: tests/lmms_tasks.py), with the tiny random-weight
-models on the CPU. lmms-eval's reported metrics must equal our scoring (mai.metrics) of the same outputs,
+models on the CPU. lmms-eval's reported metrics must equal our scoring (mai/benchmarks/) of the same outputs,
 what it scored must be the text we returned (think blocks stripped as its CLI strips them), and our rows
 and route traces must be written. The numbers are random-weight outputs on synthetic rows: they test the
 pipeline, not a model.
@@ -22,6 +22,7 @@ import pytest
 lmms_eval = pytest.importorskip("lmms_eval", reason="lmms-eval not installed: bash scripts/setup.sh --lmms")
 
 from mai import metrics  # noqa: E402
+from mai.benchmarks import get_benchmark  # noqa: E402
 from mai.cascade import ROUTES  # noqa: E402
 from mai.results import read_rows  # noqa: E402
 
@@ -51,12 +52,11 @@ def lmms_eval_cli() -> str:
 
 
 def our_metrics(rows: list[dict], benchmark: str) -> dict:
-    """mai.metrics' aggregation of our rows' returned texts, under lmms-eval's metric names."""
+    """Our benchmark's aggregation of our rows' returned texts, under lmms-eval's metric names."""
     scored = [dict(prediction=r["returned"], references=r["references"], meta=r["meta"]) for r in rows]
+    ours = get_benchmark(benchmark).aggregate(scored)
     if benchmark == "pope":
-        ours = metrics.aggregate("pope", scored)
         return {f"pope_{k if k != 'f1' else 'f1_score'}": v for k, v in ours.items()}
-    ours = metrics.aggregate("relaxed", scored)
     return {"relaxed_overall": ours["relaxed_accuracy"], "relaxed_human_split": ours["relaxed_human_split"],
             "relaxed_augmented_split": ours["relaxed_augmented_split"]}
 
@@ -119,8 +119,8 @@ def test_cli_writes_our_rows_route_traces_and_config(cli_run):
     root, _, _, rows = cli_run
     run = root / "runs" / "lmms_eval" / "cli"
     config = json.loads((run / "config.json").read_text())
-    assert config["agreement"] == {"mai_local_chartqa": "chartqa (paper, mai.answers)",
-                                   "mai_local_pope": "pope (paper, mai.answers)",
+    assert config["agreement"] == {"mai_local_chartqa": "chartqa (paper): relaxed correctness both ways",
+                                   "mai_local_pope": "pope (paper): yes/no equality",
                                    "mai_local_unknown": "default: normalised exact match"}
     assert config["cascade"]["transfer"] == "sparse" and config["lmms_eval"] == "0.7.3"
     assert set(json.loads((run / "models.json").read_text())) == {"tiny-small", "tiny-large"}
@@ -184,5 +184,5 @@ def test_mai_single_think_on_a_checkpoint_directory(tmp_path):
     assert [scored_text(s) for s in theirs] == [r["returned"] for r in rows]
     assert [s["token_counts"][0]["reasoning_tokens"] for s in theirs] == [r["output_tokens"] for r in rows]
     scored = [dict(prediction=r["returned"], references=r["references"], meta=r["meta"]) for r in rows]
-    assert out["results"]["mai_local_chartqa"]["relaxed_overall,none"] == metrics.aggregate(
-        "relaxed", scored)["relaxed_accuracy"]
+    assert out["results"]["mai_local_chartqa"]["relaxed_overall,none"] == get_benchmark(
+        "chartqa").aggregate(scored)["relaxed_accuracy"]
