@@ -47,6 +47,12 @@ def build(run_dir, report_dir) -> dict:
             for s, layer in zip(df.system, df.layer.astype(object).where(df.layer.notna(), None))]
     summary = report.stable_summary(df, keys, ("accuracy", "kept_tokens", "kept_%", "latency_s"))
     sparse = df[df.layer.notna()].assign(layer=lambda d: d.layer.astype(int))
+    # One key whatever the layers run (a sweep step runs one): the mean over this run's layers.
+    for bench, part in sparse.groupby("benchmark"):
+        for col in ("accuracy", "kept_tokens", "kept_%"):
+            values = part[col].dropna().astype(float)
+            if len(values):
+                summary[f"{bench}/sparse/{col}"] = float(values.mean())
     charts = [report.chart("table9_accuracy_per_layer", "line", sparse[["benchmark", "layer", "accuracy"]],
                            "Table 9: accuracy (%) of sparse transfer per layer", x="layer", y="accuracy",
                            stroke="benchmark"),

@@ -128,8 +128,8 @@ def _plot(rows: list[dict], df: pd.DataFrame, path: Path, config: dict, describe
     proposed = [n for s in spec for n in s["step_proposed"]]
     top = max(accepted + proposed + [1])
     bins = [b - 0.5 for b in range(top + 2)]
-    ax.hist(proposed, bins=bins, alpha=0.45, color=style.color("speculative"), label="draft tokens proposed")
-    ax.hist(accepted, bins=bins, alpha=0.9, color=style.color("large-S"), label="draft tokens accepted")
+    ax.hist(proposed, bins=bins, color="0.8", label="draft tokens proposed")
+    ax.hist(accepted, bins=bins, alpha=0.85, color=style.color("speculative"), label="draft tokens accepted")
     style.integer_axis(ax)
     style.integer_axis(ax, "y")
     ax.set(xlabel="draft tokens per verification step", ylabel="verification steps", title="draft acceptance")

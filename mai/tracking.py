@@ -88,7 +88,7 @@ class Tracker:
             self.run.log({name: wandb.Image(str(path))})
 
     def log_charts(self, charts: list[dict]) -> None:
-        """Each chart as a wandb.Table and, unless its kind is "table", a native W&B chart over it.
+        """Each chart as a native W&B chart (wandb.plot) over a wandb.Table, or for kind "table" the table alone.
 
         A chart: {name, kind: line | bar | scatter | table, columns, data (rows of values), title, and x, y
         (line, scatter; line also stroke: the column that splits series) or label, value (bar)}."""
@@ -99,9 +99,10 @@ class Tracker:
         logged = {}
         for c in charts:
             table = wandb.Table(columns=list(c["columns"]), data=[[_cell(v) for v in row] for row in c["data"]])
-            logged[f"tables/{c['name']}"] = table
             title = c.get("title", c["name"])
-            if c["kind"] == "line":
+            if c["kind"] == "table":  # a chart's table is logged with it, as charts/<name>_table
+                logged[f"tables/{c['name']}"] = table
+            elif c["kind"] == "line":
                 logged[f"charts/{c['name']}"] = wandb.plot.line(table, c["x"], c["y"], stroke=c.get("stroke"),
                                                                 title=title)
             elif c["kind"] == "bar":
