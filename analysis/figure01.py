@@ -27,6 +27,7 @@ def with_systems(df, described: dict):
                      role=[f"{roles[m]}-{t}" for m, t in zip(df.model, tag)])
 
 
+@style.themed
 def tokens_vs_accuracy(df, config: dict, described: dict, path: Path, note: str) -> Path:
     df = with_systems(df, described)
     benches = list(dict.fromkeys(df.benchmark))
@@ -48,7 +49,7 @@ def tokens_vs_accuracy(df, config: dict, described: dict, path: Path, note: str)
                 ax.scatter(m.output_tokens[k], m.accuracy[k], marker=MARKERS[k], s=42, zorder=3,
                            color=style.color(m.role[k]), edgecolor="white", linewidth=0.5, label=m.label[k])
         if len(part) and part.output_tokens.min() > 0:
-            ax.set_xscale("log")
+            style.log_axis(ax)
         style.percent_axis(ax)
         ax.set(title=bench, xlabel="mean output tokens")
         labelled.append((ax, part))

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -37,14 +38,29 @@ FOOTER_RECT = (0, 0.05, 1, 0.95)  # constrained layout leaves the bottom 5% to t
 THEME = dict(style="whitegrid", context="paper", font_scale=1.0)
 
 
-def theme() -> None:
-    sns.set_theme(**THEME, rc={"axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
-                               "legend.title_fontsize": 8, "figure.dpi": 100})
+def rc() -> dict:
+    """seaborn's whitegrid style and paper context as matplotlib settings, for plt.rc_context: the theme
+    applies to our figures only, never to matplotlib elsewhere in the process (synth-chartqa draws its
+    charts with matplotlib too)."""
+    from cycler import cycler
+
+    return {**sns.axes_style(THEME["style"]), **sns.plotting_context(THEME["context"], THEME["font_scale"]),
+            "axes.prop_cycle": cycler(color=sns.color_palette("colorblind")), "axes.titlesize": 10,
+            "axes.labelsize": 9, "legend.fontsize": 8, "legend.title_fontsize": 8, "figure.dpi": 100}
+
+
+def themed(draw):
+    """Decorator: draw (and save) a figure under the theme (rc)."""
+    @functools.wraps(draw)
+    def run(*args, **kw):
+        with plt.rc_context(rc()):
+            return draw(*args, **kw)
+    return run
 
 
 def figure(nrows: int = 1, ncols: int = 1, width: float = 4.0, height: float = 3.2, **kw):
-    """A constrained-layout figure with room at the bottom for the provenance footer."""
-    theme()
+    """A constrained-layout figure with room at the bottom for the provenance footer (call it inside a
+    @themed function)."""
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
                              layout="constrained", **kw)
     fig.get_layout_engine().set(rect=FOOTER_RECT)
@@ -107,6 +123,18 @@ def percent_axis(ax, axis: str = "y", label: str = "accuracy (%)") -> None:
     """The paper's unit: accuracy in % on a fixed 0-100 axis."""
     (ax.set_ylim if axis == "y" else ax.set_xlim)(0, 100)
     (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label)
+
+
+def log_axis(ax, axis: str = "x") -> None:
+    """A log axis labelled in plain numbers at 1, 2, 5 x 10^k, never with crowded minor labels (a range
+    under one decade, as the CPU preset's token counts, would otherwise label 3x10^1 next to 4x10^1)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def legend_room(labels) -> float:

@@ -253,6 +253,7 @@ def _bar_label(r, several: bool) -> str:
     return f"{style.short_model(r.model)} · {r.input_tokens:.0f}+{r.output_tokens} tok"
 
 
+@style.themed
 def _plot(agg: pd.DataFrame, fits: dict, path: Path, config: dict, described: dict, text: str) -> Path:
     """Time per stage as horizontal stacked bars, one per model and length (left); latency against the
     forced output length with each model's linear fit, when lengths were swept (right)."""

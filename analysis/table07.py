@@ -40,6 +40,7 @@ def build(run_dir, report_dir) -> dict:
                 markdown=tables[0].read_text())
 
 
+@style.themed
 def _plot(df, path: Path, config: dict, described: dict, note: str) -> Path:
     """Accuracy (left) and mean output tokens (right) per benchmark and system, one colour per system."""
     df = df.assign(accuracy=df.accuracy.astype(float), output_tokens=df.output_tokens.astype(float))
@@ -54,7 +55,8 @@ def _plot(df, path: Path, config: dict, described: dict, note: str) -> Path:
         if col == "accuracy":
             style.percent_axis(ax)
         else:
-            ax.set(yscale="log", ylabel=label)
+            style.log_axis(ax, "y")
+            ax.set_ylabel(label)
         style.benchmark_ticks(ax)
     style.outside_legend(fig, title="system")
     fig.suptitle("Prompt modes: Simple (S) and reasoning (R) prompts (Table 7)", fontsize=11)

@@ -39,6 +39,7 @@ def build(run_dir, report_dir) -> dict:
     return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
 
 
+@style.themed
 def _plot(df, path, config: dict, described: dict, note: str):
     """Accuracy per benchmark, one bar per system: does the small model's reasoning lift the large model's
     Simple answer (Full RT against large-S)?"""

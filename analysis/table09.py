@@ -84,6 +84,7 @@ def _paper_line(ax) -> None:
                label=PAPER_LINE)
 
 
+@style.themed
 def _plot_layers(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str, delta) -> Path:
     """Per benchmark (a row each): accuracy per layer against Full transfer and the large model's Simple
     answer; kept reasoning tokens per layer (the paper's convex curve); the kept share of the reasoning
@@ -138,17 +139,7 @@ def _build_mass_curve(rows, config, described, note, report_dir) -> dict:
     curves = (("fraction_for_delta", f"reasoning tokens that hold\n{delta:.0%} of its attention", "o-"),
               ("reasoning_share", "attention on the reasoning,\nall of it", "^--"),
               ("sink_share", "attention on token 0\n(the sink)", "s--"))
-    fig, axes = style.figure(1, 1, width=5.0, height=3.4)
-    fig.set_size_inches(5.0 + style.legend_room([c[1] for c in curves] + [PAPER_LINE]), 3.4)
-    ax = axes[0][0]
-    for (col, label, fmt), colour in zip(curves, sns.color_palette("dark", 3)):
-        ax.plot(df.layer, 100 * df[col], fmt, ms=3.5, color=colour, label=label)
-    _paper_line(ax)
-    style.percent_axis(ax, label="share (%)")
-    style.integer_axis(ax)
-    ax.set(xlabel="layer", title="Attention mass over the reasoning per layer (App. B.7)")
-    style.outside_legend(fig)
-    fig_path = style.save(fig, report.figure_path(report_dir, name, config), config, described, note)
+    fig_path = _plot_mass(df, curves, report.figure_path(report_dir, name, config), config, described, note)
     summary = {f"fraction/L{r.layer}": float(r.fraction_for_delta) for r in df.itertuples()}
     summary["fraction/mean_over_layers"] = float(df.fraction_for_delta.mean())
     percent = df.assign(**{c: 100 * df[c] for c, _, _ in curves})
@@ -159,6 +150,23 @@ def _build_mass_curve(rows, config, described, note, report_dir) -> dict:
                            x="layer", y="percent", stroke="curve"),
               report.chart("attention_mass", "table", df, "Attention mass per layer")]
     return dict(tables=tables, figures=[fig_path], summary=summary, charts=charts, markdown=tables[0].read_text())
+
+
+@style.themed
+def _plot_mass(df: pd.DataFrame, curves, path: Path, config: dict, described: dict, note: str) -> Path:
+    """Per layer (App. B.7): the share of reasoning tokens that holds delta of the attention, the whole
+    reasoning's share and the sink's, against the paper's 20% for its own model."""
+    fig, axes = style.figure(1, 1, width=5.0, height=3.4)
+    fig.set_size_inches(5.0 + style.legend_room([c[1] for c in curves] + [PAPER_LINE]), 3.4)
+    ax = axes[0][0]
+    for (col, label, fmt), colour in zip(curves, sns.color_palette("dark", 3)):
+        ax.plot(df.layer, 100 * df[col], fmt, ms=3.5, color=colour, label=label)
+    _paper_line(ax)
+    style.percent_axis(ax, label="share (%)")
+    style.integer_axis(ax)
+    ax.set(xlabel="layer", title="Attention mass over the reasoning per layer (App. B.7)")
+    style.outside_legend(fig)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

@@ -201,6 +201,7 @@ def scale_note(config: dict) -> str:
     return note
 
 
+@style.themed
 def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str) -> Path:
     """Top: accuracy against latency per system, one panel per benchmark, each point labelled with its
     speedup over the large model with reasoning. Bottom: MAI's routes per benchmark and variant."""
@@ -208,7 +209,6 @@ def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str
     mai = df[df.kind == "MAI"]
     ncols = min(len(benches), 3)
     nrows = -(-len(benches) // ncols)
-    style.theme()
     fig = plt.figure(figsize=(3.3 * ncols + 1.8, 2.8 * nrows + 0.35 * len(mai) + 1.6), layout="constrained")
     fig.get_layout_engine().set(rect=style.FOOTER_RECT)
     grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[2.8] * nrows + [0.35 * len(mai) + 0.9])
@@ -226,7 +226,7 @@ def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str
         ax.set(title=bench, xlabel="mean latency per query (s)")
         latencies = part.latency_s.dropna().astype(float)
         if len(latencies) and latencies.min() > 0 and latencies.max() / latencies.min() > 20:
-            ax.set_xscale("log")
+            style.log_axis(ax)
         scatter_axes.append((ax, part))
     ax = fig.add_subplot(grid[nrows, :])
     names = [f"{b} · {label}" for b, label in zip(mai.benchmark, mai.label)]

@@ -104,6 +104,7 @@ def build(run_dir, report_dir) -> dict:
     return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
 
 
+@style.themed
 def _plot(rows: list[dict], df: pd.DataFrame, path: Path, config: dict, described: dict, note: str) -> Path:
     """Mean latency (left) and accuracy (middle) per benchmark and system: the target alone, with a draft,
     and MAI; the draft tokens proposed and accepted per verification step (right)."""

@@ -15,10 +15,11 @@ import pytest
 
 from analysis import figure01, style, table03, table07, table08, table09, table10, table12
 
+# think_tokens: the reasoning budget (the cpu preset's is 32: its token axes span less than a decade).
 CPU = dict(preset="cpu", benchmarks=["synth-chartqa", "synth-pope"], models=["tiny-small", "tiny-large"], layers=4,
-           n=6)
+           n=6, think_tokens=32)
 PAPER = dict(preset="paper", benchmarks=["chartqa", "pope", "infovqa", "realworldqa", "mmbench"],
-             models=["2B", "4B", "8B"], layers=28, n=10)
+             models=["2B", "4B", "8B"], layers=28, n=10, think_tokens=1024)
 REFERENCES = {"synth-chartqa": ["12"], "chartqa": ["12"], "synth-pope": ["yes"], "pope": ["yes"],
               "infovqa": ["blue"], "realworldqa": ["B"], "mmbench": ["B"]}
 PARAMETERS = {"tiny-small": 4e6, "tiny-large": 9e6, "2B": 2.1e9, "4B": 4.4e9, "8B": 8.8e9}
@@ -49,8 +50,9 @@ def _answer(rng, bench, p=0.6):
 
 
 def rows07(shape, rng):
-    return [dict(benchmark=b, model=m, mode=mode, example_id=f"{b}-{i}", output_tokens=rng.randint(2, 12) if
-                 mode == "simple" else rng.randint(40, 900), latency=rng.uniform(0.1, 9), **_answer(rng, b))
+    think = shape["think_tokens"]
+    return [dict(benchmark=b, model=m, mode=mode, example_id=f"{b}-{i}", output_tokens=rng.randint(1, 4) if
+                 mode == "simple" else rng.randint(think // 2, think), latency=rng.uniform(0.1, 9), **_answer(rng, b))
             for b in shape["benchmarks"] for m in shape["models"] for mode in ("simple", "think")
             for i in range(shape["n"])]
 
@@ -163,9 +165,13 @@ def build_all(tmp_path, shape) -> list:
 def test_every_figure_is_readable(tmp_path, monkeypatch, caplog, shape):
     checked = {}
     monkeypatch.setattr(style, "ON_SAVE", [lambda fig, path: checked.update({path.name: style.layout_problems(fig)})])
+    import matplotlib
+
+    before = dict(matplotlib.rcParams)
     with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
         warnings.simplefilter("error")
         figures = build_all(tmp_path, shape)
+    assert dict(matplotlib.rcParams) == before  # the theme stays inside our figures (synth-chartqa draws too)
     assert not [r.getMessage() for r in caplog.records if r.name.startswith("matplotlib")]
     suffix = "" if shape["preset"] == "paper" else ".cpu"
     assert sorted(checked) == sorted([f"figure1_tokens_vs_accuracy{suffix}.png", f"table7_prompt_modes{suffix}.png",
