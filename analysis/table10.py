@@ -207,8 +207,8 @@ def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str
     speedup over the large model with reasoning. Bottom: MAI's routes per benchmark and variant."""
     benches = list(dict.fromkeys(df.benchmark))
     mai = df[df.kind == "MAI"]
-    ncols = min(len(benches), 3)
-    nrows = -(-len(benches) // ncols)
+    ncols = max(1, min(len(benches), 3))  # a shard can hold no rows yet: an empty figure, not an error
+    nrows = max(1, -(-len(benches) // ncols))
     fig = plt.figure(figsize=(3.3 * ncols + 1.8, 2.8 * nrows + 0.35 * len(mai) + 1.6), layout="constrained")
     fig.get_layout_engine().set(rect=style.FOOTER_RECT)
     grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[2.8] * nrows + [0.35 * len(mai) + 0.9])

@@ -219,3 +219,10 @@ def test_one_colour_per_system_across_figures():
     roles = style.model_roles(["8B", "2B", "4B"], {m: dict(parameters=PARAMETERS[m]) for m in ("2B", "4B", "8B")})
     assert roles == {"2B": "small", "4B": "mid", "8B": "large"}
     assert len(set(style.SYSTEM_COLORS.values())) == len(style.SYSTEM_COLORS)
+
+
+def test_a_run_without_rows_yet_still_draws(tmp_path):
+    # A shard that has not written a row (analysis.merge_shards reads each) gives an empty Table 10, not an error.
+    run = _write_run(tmp_path / "10", CPU, [], models=["tiny-small", "tiny-large"])
+    out = table10.build(run, tmp_path)
+    assert out["figures"][0].exists() and out["summary"] == {}
