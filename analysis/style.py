@@ -126,13 +126,18 @@ def percent_axis(ax, axis: str = "y", label: str = "accuracy (%)") -> None:
 
 
 def log_axis(ax, axis: str = "x") -> None:
-    """A log axis labelled in plain numbers at 1, 2, 5 x 10^k, never with crowded minor labels (a range
-    under one decade, as the CPU preset's token counts, would otherwise label 3x10^1 next to 4x10^1)."""
+    """A log axis labelled in plain numbers, never with crowded minor labels (a range under one decade, as
+    the CPU preset's token counts, would otherwise label 3x10^1 next to 4x10^1)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    import math
+
     target = ax.xaxis if axis == "x" else ax.yaxis
+    lo, hi = ax.dataLim.intervalx if axis == "x" else ax.dataLim.intervaly  # call it after plotting
+    decades = math.log10(hi / lo) if lo > 0 and hi > lo else 0.0
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    # 1-2-5 ticks within about a decade; powers of ten alone over a wider range (1 to 1,000 tokens)
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 1.5 else (1.0,)))
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     target.set_minor_formatter(NullFormatter())
 
