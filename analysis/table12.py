@@ -89,7 +89,10 @@ def build(run_dir, report_dir) -> dict:
     tables = report.write_table(table, report_dir, NAME, config, note,
                                 "Table 12: speculative decoding (assisted generation) against the target alone "
                                 "and MAI: accuracy (%), latency (s), acceptance (%)")
-    df = df.assign(role=[style.system_role(k) for k in df.kind])
+    # The target decodes with the Simple or the reasoning prompt (its name ends -S or -R): its colour is that
+    # large-model system's in every other figure.
+    df = df.assign(role=[("large-R" if s.endswith("-R") else "large-S") if k == "target" else style.system_role(k)
+                         for s, k in zip(df.system, df.kind)])
     fig = _plot(rows, df, report.figure_path(report_dir, NAME, config), config, described, note)
     summary = report.stable_summary(df, df.kind, ("accuracy", "output_tokens", "latency_s", "latency_ratio", "speedup",
                                                   "acceptance_%", "rejection_%"))
