@@ -165,15 +165,37 @@ def figure_path(report_dir, name: str, config: dict) -> Path:
     return out / f"{name}{suffix(config)}.png"
 
 
-def save_figure(fig, path, note: str, top: float = 0.88) -> Path:
-    """Save a figure with what produced it as its super-title, and free it."""
-    import matplotlib.pyplot as plt
+# W&B summary keys name a system by its role, so a cpu run (tiny-large) and a paper run (8B) compare under
+# one key: "<benchmark>/<system key>/<metric>".
+SYSTEM_KEYS = {"transfer": "Full-RT", "Full": "Full-RT", "Full RT": "Full-RT"}
 
-    fig.suptitle(note, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, top))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+
+def system_key(kind: str, verify: str | None = None, layer=None) -> str:
+    """'large-S', 'large-R', 'small-R', 'mid-S', 'Full-RT', 'MAI-answer', 'MAI-reasoning', 'sparse-L12',
+    'target', 'speculative'."""
+    if kind == "MAI":
+        return f"MAI-{verify or 'answer'}"
+    if layer is not None and layer == layer:
+        return f"sparse-L{int(layer)}"
+    return SYSTEM_KEYS.get(kind, kind)
+
+
+def stable_summary(df: pd.DataFrame, keys, metrics_: tuple[str, ...]) -> dict:
+    """{benchmark/system key/metric: value} over a table's rows (`keys`: one system key per row), values
+    that are missing left out."""
+    out = {}
+    for key, (_, r) in zip(keys, df.iterrows()):
+        for col in metrics_:
+            value = r.get(col)
+            if value is not None and value == value:
+                out[f"{r.benchmark}/{key}/{col}"] = float(value)
+    return out
+
+
+def chart(name: str, kind: str, df: pd.DataFrame, title: str, **axes) -> dict:
+    """A W&B chart of a table (mai.tracking.Tracker.log_charts): kind line / bar / scatter / table."""
+    df = df.astype(object).where(df.notna(), None)
+    return dict(name=name, kind=kind, title=title, columns=list(df.columns), data=df.values.tolist(), **axes)
 
 
 def main(build, doc: str, argv=None) -> None:

@@ -15,16 +15,12 @@ import argparse
 import json
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis import report  # noqa: E402
-from mai import MaiError, cli  # noqa: E402
-from mai.generation import STAGES  # noqa: E402
+from analysis import report, style
+from mai import MaiError, cli
+from mai.generation import STAGES
 
 NAME3 = "table3_stage_times"
 NAME4 = "table4_per_token_cost"
@@ -224,8 +220,7 @@ def build(run_dir, report_dir) -> dict:
                                  "Table 4: prefill cost per prompt token vs decode cost per output token "
                                  "(decode per token = decode time / (output tokens - 1)), and peak memory")
     fits = linear_fits(agg)
-    fig_path = report.figure_path(report_dir, NAME3, config)
-    _plot(agg, fits, fig_path, text)
+    fig_path = _plot(agg, fits, report.figure_path(report_dir, NAME3, config), config, described, text)
     summary = {"errors": sum(1 for r in rows if r.get("error")),
                "warmup_runs": sum(1 for r in rows if r.get("warmup")), "timed_runs": len(runs)}
     several = agg.question_tokens.nunique() > 1
@@ -243,39 +238,56 @@ def build(run_dir, report_dir) -> dict:
         summary.update({f"{model}/latency_s_per_output_token": slope, f"{model}/latency_intercept_s": intercept,
                         f"{model}/latency_linear_r2": r2})
     markdown = "\n".join(t.read_text() for t in tables if t.suffix == ".md")
-    return dict(tables=tables, figures=[fig_path], summary=summary, markdown=markdown, data=agg)
+    stages = agg.assign(setting=[_bar_label(r, several) for r in agg.itertuples()],
+                        **{f"{s}_ms": agg[s] * 1e3 for s in (*STAGES, "latency")})
+    charts = [report.chart("table3_latency", "line", stages.assign(series=[setting(m, q, several) for m, q in zip(
+                  agg.model, agg.question_tokens)])[["series", "output_tokens", "latency_ms"]],
+                  "Table 3: latency (ms) against output tokens", x="output_tokens", y="latency_ms", stroke="series"),
+              report.chart("table3", "table", stages[["setting", *(f"{s}_ms" for s in (*STAGES, "latency"))]],
+                           "Table 3: time per stage (ms)")]
+    return dict(tables=tables, figures=[fig_path], summary=summary, markdown=markdown, data=agg, charts=charts)
 
 
-def _plot(agg: pd.DataFrame, fits: dict, path: Path, text: str) -> None:
-    """Stacked stage times per model (and output length); latency against output length when swept."""
+def _bar_label(r, several: bool) -> str:
+    """'8B · 45+128 tok': the model, its prompt and output tokens (one bar of Table 3's figure)."""
+    return f"{style.short_model(r.model)} · {r.input_tokens:.0f}+{r.output_tokens} tok"
+
+
+@style.themed
+def _plot(agg: pd.DataFrame, fits: dict, path: Path, config: dict, described: dict, text: str) -> Path:
+    """Time per stage as horizontal stacked bars, one per model and length (left); latency against the
+    forced output length with each model's linear fit, when lengths were swept (right)."""
     sweep = agg.output_tokens.nunique() > 1
-    fig, axes = plt.subplots(1, 2 if sweep else 1, figsize=(11 if sweep else 6, 4.2), squeeze=False)
+    several = agg.question_tokens.nunique() > 1
+    fig, axes = style.figure(1, 2 if sweep else 1, width=4.4, height=max(2.6, 0.22 * len(agg) + 1.2))
     ax = axes[0][0]
-    names = [f"{m}\n{p:.0f}+{n} tok" for m, p, n in zip(agg.model, agg.input_tokens, agg.output_tokens)]
-    bottom = np.zeros(len(agg))
+    labels = [_bar_label(r, several) for r in agg.itertuples()]
+    scale, unit = (1e3, "ms") if agg.latency.max() < 1 else (1.0, "s")
+    left = np.zeros(len(agg))
     for stage in STAGES:
-        ax.bar(names, agg[stage], bottom=bottom, width=0.5, label=STAGE_NAMES[stage])
-        bottom += agg[stage].to_numpy()
-    ax.set(ylabel="seconds (mean over timed runs)", title="time per stage")
-    ax.tick_params(axis="x", labelsize=8)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
+        values = agg[stage].to_numpy() * scale
+        ax.barh(labels, values, left=left, height=0.7, color=style.STAGE_COLORS[stage], label=STAGE_NAMES[stage])
+        left += values
+    ax.invert_yaxis()  # the first model on top, as in the table
+    ax.set(xlabel=f"time ({unit}, mean over timed runs)", title="time per stage")
+    ax.tick_params(axis="y", labelsize=7)
+    handles, names = ax.get_legend_handles_labels()
     if sweep:
         ax = axes[0][1]
-        several = agg.question_tokens.nunique() > 1
+        roles = style.model_roles(agg.model, described)
         for (model, q), g in agg.groupby(["model", "question_tokens"], sort=False):
-            model = setting(model, q, several)
-            line = ax.errorbar(g.output_tokens, g.latency, yerr=g.latency_std.fillna(0), marker="o", capsize=3,
-                               label=model)
-            if model in fits:
-                slope, intercept, r2 = fits[model]
-                x = np.array([0, g.output_tokens.max()])
-                ax.plot(x, slope * x + intercept, "--", color=line[0].get_color(), alpha=0.6,
-                        label=f"{model} fit: {slope * 1e3:.1f} ms/token, R²={r2:.3f}")
-        ax.set(xlabel="output tokens (forced)", ylabel="latency (s)", title="latency against output length")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    report.save_figure(fig, path, text, top=0.9)
+            name = setting(style.short_model(model), q, several)
+            dashes = "-" if q == agg.question_tokens.min() else "--"
+            ax.errorbar(g.output_tokens, g.latency * scale, yerr=g.latency_std.fillna(0) * scale, marker="o",
+                        ms=4, capsize=2, ls=dashes, color=style.color(f"{roles[model]}-S"),
+                        label=name if setting(model, q, several) not in fits else
+                        f"{name}: {fits[setting(model, q, several)][0] * 1e3:.1f} ms/token")
+        ax.set(xlabel="output tokens (forced)", ylabel=f"latency ({unit})", title="latency against output length")
+        h2, n2 = ax.get_legend_handles_labels()
+        handles, names = handles + h2, names + n2
+    style.outside_legend(fig, handles, names)
+    fig.suptitle("Stage profiling (Tables 3-4)", fontsize=11)
+    return style.save(fig, path, config, described, text)
 
 
 if __name__ == "__main__":

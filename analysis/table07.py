@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from analysis import paper_numbers, report  # noqa: E402
+from analysis import paper_numbers, report, style
+from analysis.figure01 import with_systems
 
 NAME = "table7_prompt_modes"
 MODE_TAG = {"simple": "S", "think": "R"}
@@ -31,32 +29,38 @@ def build(run_dir, report_dir) -> dict:
     tables = report.write_table(table, report_dir, NAME, config, note,
                                 "Table 7: accuracy (%) as lmms-eval scores the raw output (accuracy_extracted: after "
                                 "our answer extraction), mean output tokens and latency (s) per prompt mode")
-    fig_path = report.figure_path(report_dir, NAME, config)
-    _plot(df, fig_path, note)
-    summary = {f"{b}/{s}/accuracy": a for b, s, a in zip(df.benchmark, df.setting, df.accuracy) if a is not None}
+    systems = with_systems(df, described)
+    fig_path = _plot(systems, report.figure_path(report_dir, NAME, config), config, described, note)
+    summary = report.stable_summary(systems, systems.role, ("accuracy", "output_tokens", "latency_s"))
     summary["errors"] = int(df.errors.sum())
-    return dict(tables=tables, figures=[fig_path], summary=summary,
+    charts = [report.chart("table7_accuracy", "bar", systems.assign(bar=systems.benchmark + " · " + systems.label)[
+                  ["bar", "accuracy"]], "Table 7: accuracy (%) per benchmark and system", label="bar", value="accuracy"),
+              report.chart("table7", "table", table, "Table 7")]
+    return dict(tables=tables, figures=[fig_path], summary=summary, charts=charts,
                 markdown=tables[0].read_text())
 
 
-def _plot(df, path: Path, note: str) -> None:
-    """Accuracy against mean output tokens, one panel per benchmark: the paper's efficiency argument."""
+@style.themed
+def _plot(df, path: Path, config: dict, described: dict, note: str) -> Path:
+    """Accuracy (left) and mean output tokens (right) per benchmark and system, one colour per system."""
+    df = df.assign(accuracy=df.accuracy.astype(float), output_tokens=df.output_tokens.astype(float))
     benches = list(dict.fromkeys(df.benchmark))
-    fig, axes = plt.subplots(1, len(benches), figsize=(4.2 * len(benches), 3.6), squeeze=False)
-    for ax, bench in zip(axes[0], benches):
-        part = df[df.benchmark == bench]
-        for mode, marker in (("simple", "o"), ("think", "^")):
-            sel = part[part["mode"] == mode]
-            ax.scatter(sel.output_tokens, sel.accuracy.fillna(0), marker=marker, s=60,
-                       label=f"{MODE_TAG[mode]} prompt")
-            for _, r in sel.iterrows():
-                ax.annotate(r.setting, (r.output_tokens or 0, r.accuracy or 0), fontsize=8,
-                            xytext=(4, 4), textcoords="offset points")
-        ax.set_xscale("symlog")
-        ax.set(title=bench, xlabel="mean output tokens", ylabel="accuracy (%)")
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    report.save_figure(fig, path, note, top=0.9)
+    fig, axes = style.figure(1, 2, width=max(3.6, 1.1 * len(benches) + 1.4), height=3.1)
+    order = style.legend_order(df.label, df.role)
+    palette = dict(zip(df.label, (style.color(r) for r in df.role)))
+    for ax, (col, label) in zip(axes[0], (("accuracy", None), ("output_tokens", "mean output tokens"))):
+        sns.barplot(df, x="benchmark", y=col, hue="label", hue_order=order, order=benches, palette=palette, ax=ax,
+                    errorbar=None, legend=True)
+        ax.set(xlabel="", title="accuracy" if col == "accuracy" else "output tokens")
+        if col == "accuracy":
+            style.percent_axis(ax)
+        else:
+            style.log_axis(ax, "y")
+            ax.set_ylabel(label)
+        style.benchmark_ticks(ax)
+    style.outside_legend(fig, title="system")
+    fig.suptitle("Prompt modes: Simple (S) and reasoning (R) prompts (Table 7)", fontsize=11)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,9 @@
 """
 from __future__ import annotations
 
+import seaborn as sns
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from analysis import report  # noqa: E402
+from analysis import report, style
 
 NAME = "table8_reasoning_transfer"
 ORDER = ("small-R", "mid-S", "large-S", "transfer")
@@ -28,17 +25,36 @@ def build(run_dir, report_dir) -> dict:
         base = part[part.kind == "large-S"].accuracy
         if len(base) and base.iloc[0] is not None:
             df.loc[part.index, "gain_vs_large_S"] = part.accuracy - base.iloc[0]
-    df = df.drop(columns=["kind"])
-    tables = report.write_table(df, report_dir, NAME, config, note,
+    table = df.drop(columns=["kind"])
+    tables = report.write_table(table, report_dir, NAME, config, note,
                                 "Table 8: reasoning transfer, accuracy (%) and tokens")
-    fig = report.figure_path(report_dir, NAME, config)
-    pivot = df.pivot(index="benchmark", columns="system", values="accuracy").astype(float)
-    ax = pivot.plot.bar(figsize=(7, 3.8), rot=0)
-    ax.set(ylabel="accuracy (%)", title="Reasoning transfer")
-    report.save_figure(ax.figure, fig, note, top=0.88)
-    summary = {f"{b}/{s}/accuracy": float(a) for b, s, a in zip(df.benchmark, df.system, df.accuracy)
-               if a is not None}
-    return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+    df = df.assign(label=df.system,  # model labels are short already ('8B-S + 2B reasoning')
+                   role=[style.system_role(k) for k in df.kind])
+    fig = _plot(df, report.figure_path(report_dir, NAME, config), config, described, note)
+    summary = report.stable_summary(df, [report.system_key(k) for k in df.kind],
+                                    ("accuracy", "small_tokens", "large_tokens", "latency_s", "gain_vs_large_S"))
+    charts = [report.chart("table8_accuracy", "bar", df.assign(bar=df.benchmark + " · " + df.label)[["bar", "accuracy"]],
+                           "Table 8: accuracy (%) per benchmark and system", label="bar", value="accuracy"),
+              report.chart("table8", "table", table, "Table 8")]
+    return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
+
+
+@style.themed
+def _plot(df, path, config: dict, described: dict, note: str):
+    """Accuracy per benchmark, one bar per system: does the small model's reasoning lift the large model's
+    Simple answer (Full RT against large-S)?"""
+    benches = list(dict.fromkeys(df.benchmark))
+    fig, axes = style.figure(1, 1, width=max(3.0, 1.0 * len(benches) + 1.2) + style.legend_room(df.label), height=3.2)
+    ax = axes[0][0]
+    sns.barplot(df.assign(accuracy=df.accuracy.astype(float)), x="benchmark", y="accuracy", hue="label",
+                order=benches, hue_order=style.legend_order(df.label, df.role),
+                palette=dict(zip(df.label, map(style.color, df.role))), errorbar=None, ax=ax)
+    style.percent_axis(ax)
+    ax.set(xlabel="", title="accuracy per benchmark")
+    style.benchmark_ticks(ax)
+    style.outside_legend(fig, title="system")
+    fig.suptitle("Reasoning transfer (Table 8)", fontsize=11)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis import paper_numbers, report  # noqa: E402
+from analysis import paper_numbers, report, style
 
 NAME = "table9_layer_ablation"
 
@@ -33,19 +30,37 @@ def build(run_dir, report_dir) -> dict:
         weights = gguf_weights(described)
         if weights:  # not a released checkpoint: a quantised copy, dequantised to fp32
             note = re.sub(r"real checkpoints \([^)]*\)", weights, note)
-        return _build_mass_curve(rows, config, note, report_dir)
+        return _build_mass_curve(rows, config, described, note, report_dir)
     df = report.summarize(rows, by=("benchmark", "system", "layer"),
                           means=(("kept_tokens", "kept_tokens"), ("reasoning_tokens", "reasoning_tokens"),
                                  ("kept_fraction", "kept_fraction"), ("latency_s", "latency")),
                           order=lambda k: (k[0], -1 if k[2] is None else k[2], k[1]))
-    df["layer"] = [None if v is None or v != v else int(v) for v in df.layer]
+    df["layer"] = pd.array([None if v is None or v != v else int(v) for v in df.layer], dtype="Int64")
+    df["kept_fraction"] = df.kept_fraction.astype(float) * 100  # in %, as the paper's 20%
+    df = df.rename(columns={"kept_fraction": "kept_%"})
     tables = report.write_table(df, report_dir, NAME, config, note,
-                                f"Table 9: sparse reasoning transfer per layer (delta {config.get('delta')})")
-    fig = report.figure_path(report_dir, NAME, config)
-    _plot_layers(df, fig, note, config.get("delta"))
-    summary = {f"{b}/{s}/accuracy": float(a) for b, s, a in zip(df.benchmark, df.system, df.accuracy)
-               if a is not None}
-    return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+                                f"Table 9: sparse reasoning transfer per layer (delta {config.get('delta')}): "
+                                "accuracy (%), kept reasoning tokens, kept share of the reasoning (%)")
+    fig = _plot_layers(df, report.figure_path(report_dir, NAME, config), config, described, note,
+                       config.get("delta"))
+    keys = [report.system_key("Full" if s == "Full" else "large-S", layer=layer)
+            for s, layer in zip(df.system, df.layer.astype(object).where(df.layer.notna(), None))]
+    summary = report.stable_summary(df, keys, ("accuracy", "kept_tokens", "kept_%", "latency_s"))
+    sparse = df[df.layer.notna()].assign(layer=lambda d: d.layer.astype(int))
+    # One key whatever the layers run (a sweep step runs one): the mean over this run's layers.
+    for bench, part in sparse.groupby("benchmark"):
+        for col in ("accuracy", "kept_tokens", "kept_%"):
+            values = part[col].dropna().astype(float)
+            if len(values):
+                summary[f"{bench}/sparse/{col}"] = float(values.mean())
+    charts = [report.chart("table9_accuracy_per_layer", "line", sparse[["benchmark", "layer", "accuracy"]],
+                           "Table 9: accuracy (%) of sparse transfer per layer", x="layer", y="accuracy",
+                           stroke="benchmark"),
+              report.chart("table9_kept_tokens_per_layer", "line", sparse[["benchmark", "layer", "kept_tokens"]],
+                           f"Table 9: kept reasoning tokens per layer (delta {config.get('delta')})", x="layer",
+                           y="kept_tokens", stroke="benchmark"),
+              report.chart("table9", "table", df, "Table 9")]
+    return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
 
 
 def gguf_weights(described: dict) -> str:
@@ -60,24 +75,52 @@ def gguf_weights(described: dict) -> str:
     return " and ".join(parts)
 
 
-def _plot_layers(df: pd.DataFrame, path: Path, note: str, delta) -> None:
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for bench, part in df.groupby("benchmark"):
+PAPER_LINE = (f"the paper: top {paper_numbers.APPENDIX_B7['fraction_of_tokens_for_80pct_mass']:.0%} of tokens hold "
+              "80%\n(its claim for Qwen3-VL-2B, App. B.7)")
+
+
+def _paper_line(ax) -> None:
+    ax.axhline(100 * paper_numbers.APPENDIX_B7["fraction_of_tokens_for_80pct_mass"], color="0.4", lw=1, ls=":",
+               label=PAPER_LINE)
+
+
+@style.themed
+def _plot_layers(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str, delta) -> Path:
+    """Per benchmark (a row each): accuracy per layer against Full transfer and the large model's Simple
+    answer; kept reasoning tokens per layer (the paper's convex curve); the kept share of the reasoning
+    against the paper's 20%."""
+    benches = list(dict.fromkeys(df.benchmark))
+    labels = ["sparse transfer", "Full transfer", *df[df.layer.isna()].system, PAPER_LINE]
+    fig, axes = style.figure(len(benches), 3, width=3.0, height=2.4, sharex=True)
+    fig.set_size_inches(9.0 + style.legend_room(labels), 2.4 * len(benches) + 0.6)
+    for row, bench in zip(axes, benches):
+        part = df[df.benchmark == bench]
         sparse = part[part.layer.notna()].sort_values("layer")
-        ax.plot(sparse.layer, sparse.accuracy.astype(float), "o-", label=f"{bench}: sparse")
+        x = sparse.layer.astype(int)
+        sparse_color = style.color("sparse RT")
+        row[0].plot(x, sparse.accuracy.astype(float), "o-", ms=3, color=sparse_color, label="sparse transfer")
         for _, r in part[part.layer.isna()].iterrows():
-            ax.axhline(r.accuracy or 0, ls="--", lw=1, label=f"{bench}: {r.system}",
-                       color="gray" if r.system == "Full" else "black")
-        ax2.plot(sparse.layer, sparse.kept_tokens.astype(float), "o-", label=f"{bench}: kept tokens")
-    ax.set(xlabel="layer", ylabel="accuracy (%)", title="accuracy per layer")
-    ax2.set(xlabel="layer", ylabel=f"mean kept reasoning tokens (delta {delta})", title="tokens per layer")
-    for a in (ax, ax2):
-        a.grid(alpha=0.3)
-        a.legend(fontsize=7)
-    report.save_figure(fig, path, note, top=0.88)
+            role = "Full RT" if r.system == "Full" else "large-S"
+            row[0].axhline(r.accuracy if r.accuracy is not None else float("nan"), ls="--", lw=1.2,
+                           color=style.color(role), label="Full transfer" if role == "Full RT" else r.system)
+        style.percent_axis(row[0], label=f"{bench}\naccuracy (%)")
+        row[1].plot(x, sparse.kept_tokens.astype(float), "o-", ms=3, color=sparse_color)
+        row[1].set(ylabel="kept reasoning tokens", ylim=(0, None))
+        row[2].plot(x, sparse["kept_%"], "o-", ms=3, color=sparse_color)
+        _paper_line(row[2])
+        style.percent_axis(row[2], label="reasoning kept (%)")
+        for ax in row:
+            style.integer_axis(ax)
+    for ax, title in zip(axes[0], ("accuracy", f"kept tokens (delta {delta})", "kept share of the reasoning")):
+        ax.set_title(title)
+    for ax in axes[-1]:
+        ax.set_xlabel("layer")
+    style.outside_legend(fig)
+    fig.suptitle("Sparse reasoning transfer per layer (Table 9)", fontsize=11)
+    return style.save(fig, path, config, described, note)
 
 
-def _build_mass_curve(rows, config, note, report_dir) -> dict:
+def _build_mass_curve(rows, config, described, note, report_dir) -> dict:
     ok = [r for r in rows if not r.get("error")]
     layers = sorted({int(k) for r in ok for k in r["fractions"]})
     records = []
@@ -93,20 +136,37 @@ def _build_mass_curve(rows, config, note, report_dir) -> dict:
         df, report_dir, name, config, note + f" Mean reasoning tokens: {report.mean([r['reasoning_tokens'] for r in ok]):.1f}.",
         f"Attention mass (Appendix B.7): fraction of reasoning tokens holding {delta:.0%} of their attention, per layer",
         floatfmt=".3f")
-    fig_path = report.figure_path(report_dir, name, config)
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    ax.plot(df.layer, df.fraction_for_delta, "o-", label=f"fraction of reasoning tokens holding {delta:.0%}")
-    ax.plot(df.layer, df.sink_share, "s--", label="attention on token 0 (sink)")
-    ax.plot(df.layer, df.reasoning_share, "^--", label="attention on the reasoning, all of it")
-    ax.axhline(paper_numbers.APPENDIX_B7["fraction_of_tokens_for_80pct_mass"], color="gray", lw=1, ls=":",
-               label="the paper's claim for another model (Qwen3-VL-2B): ~20% hold 80%")
-    ax.set(xlabel="layer", ylabel="fraction", ylim=(0, 1), title="Attention mass over the reasoning, per layer")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    report.save_figure(fig, fig_path, note, top=0.86)
+    curves = (("fraction_for_delta", f"reasoning tokens that hold\n{delta:.0%} of its attention", "o-"),
+              ("reasoning_share", "attention on the reasoning,\nall of it", "^--"),
+              ("sink_share", "attention on token 0\n(the sink)", "s--"))
+    fig_path = _plot_mass(df, curves, report.figure_path(report_dir, name, config), config, described, note)
     summary = {f"fraction/L{r.layer}": float(r.fraction_for_delta) for r in df.itertuples()}
     summary["fraction/mean_over_layers"] = float(df.fraction_for_delta.mean())
-    return dict(tables=tables, figures=[fig_path], summary=summary, markdown=tables[0].read_text())
+    percent = df.assign(**{c: 100 * df[c] for c, _, _ in curves})
+    charts = [report.chart("attention_mass_curve", "line",
+                           percent.melt(id_vars="layer", value_vars=[c for c, _, _ in curves], var_name="curve",
+                                        value_name="percent"),
+                           f"App. B.7: share of reasoning tokens holding {delta:.0%} of the attention (%), per layer",
+                           x="layer", y="percent", stroke="curve"),
+              report.chart("attention_mass", "table", df, "Attention mass per layer")]
+    return dict(tables=tables, figures=[fig_path], summary=summary, charts=charts, markdown=tables[0].read_text())
+
+
+@style.themed
+def _plot_mass(df: pd.DataFrame, curves, path: Path, config: dict, described: dict, note: str) -> Path:
+    """Per layer (App. B.7): the share of reasoning tokens that holds delta of the attention, the whole
+    reasoning's share and the sink's, against the paper's 20% for its own model."""
+    fig, axes = style.figure(1, 1, width=5.0, height=3.4)
+    fig.set_size_inches(5.0 + style.legend_room([c[1] for c in curves] + [PAPER_LINE]), 3.4)
+    ax = axes[0][0]
+    for (col, label, fmt), colour in zip(curves, sns.color_palette("dark", 3)):
+        ax.plot(df.layer, 100 * df[col], fmt, ms=3.5, color=colour, label=label)
+    _paper_line(ax)
+    style.percent_axis(ax, label="share (%)")
+    style.integer_axis(ax)
+    ax.set(xlabel="layer", title="Attention mass over the reasoning per layer (App. B.7)")
+    style.outside_legend(fig)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

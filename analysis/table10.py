@@ -13,15 +13,12 @@ import argparse
 import json
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis import latency_model, paper_numbers, report  # noqa: E402
-from mai import MaiError  # noqa: E402
-from mai.cascade import ROUTES  # noqa: E402
+from analysis import latency_model, paper_numbers, report, style
+from mai import MaiError
+from mai.cascade import ROUTES
 
 NAME = "table10_mai"
 _ORDER = ("large-S", "large-R", "small-R", "Full RT", "MAI")  # the systems of experiments/10_mai.py
@@ -68,7 +65,7 @@ def summarize(rows: list[dict]) -> pd.DataFrame:
         ref = part[part.kind == "large-R"]
         if len(ref) and ref.latency_s.iloc[0]:
             df.loc[part.index, "speedup_vs_R"] = ref.latency_s.iloc[0] / part.latency_s
-    return df.drop(columns=["verify"])
+    return df
 
 
 def build(run_dir, report_dir) -> dict:
@@ -106,17 +103,38 @@ def build(run_dir, report_dir) -> dict:
         note += " paper_accuracy: the paper reports one MAI accuracy on ChartQA; it is printed beside both MAI rows."
         df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get("MAI" if k == "MAI" else s) if b == "chartqa"
                                 else None for b, s, k in zip(df.benchmark, df.system, df.kind)]
-    df = df.drop(columns=["kind"])
-    tables = report.write_table(df, report_dir, NAME, config, note, caption)
-    fig = report.figure_path(report_dir, NAME, config)
-    _plot(df, fig, note)
+    table = df.drop(columns=["kind", "verify"])
+    tables = report.write_table(table, report_dir, NAME, config, note, caption)
+    df = df.assign(label=[system_label(s, k, v) for s, k, v in zip(df.system, df.kind, df.verify)],
+                   role=[style.system_role(k, v) for k, v in zip(df.kind, df.verify)],
+                   key=[report.system_key(k, v) for k, v in zip(df.kind, df.verify)])
+    fig = _plot(df, report.figure_path(report_dir, NAME, config), config, described, note)
     summary = {f"{b}/excluded_examples": n for b, n in excluded.items()}
-    for _, r in df.iterrows():
-        for col in ("accuracy", "latency_s", "predicted_s", "speedup_vs_R", "cached_tokens",
-                    *[f"route_{x}" for x in ROUTES]):
-            if col in r and r[col] is not None and r[col] == r[col]:
-                summary[f"{r.benchmark}/{r.system}/{col}"] = float(r[col])
-    return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+    summary.update(report.stable_summary(df, df.key, (
+        "accuracy", "small_tokens", "large_tokens", "cached_tokens", "latency_s", "predicted_s", "speedup_vs_R",
+        *[f"route_{x}" for x in ROUTES])))
+    bars = df.assign(bar=df.benchmark + " · " + df.label)
+    mai = df[df.kind == "MAI"]
+    routes = pd.DataFrame([dict(bar=f"{r.benchmark} · {r.label} · {x}", percent=100 * float(r[f"route_{x}"]))
+                           for _, r in mai.iterrows() for x in ROUTES if r[f"route_{x}"] is not None])
+    charts = [report.chart("table10_accuracy", "bar", bars[["bar", "accuracy"]],
+                           "Table 10: accuracy (%) per benchmark and system", label="bar", value="accuracy"),
+              report.chart("table10_speedup", "bar", bars[["bar", "speedup_vs_R"]],
+                           "Table 10: speedup over the large model with reasoning", label="bar", value="speedup_vs_R"),
+              report.chart("table10_latency_accuracy", "scatter", bars[["bar", "latency_s", "accuracy"]],
+                           "Table 10: accuracy (%) against latency (s)", x="latency_s", y="accuracy"),
+              report.chart("table10", "table", table, "Table 10")]
+    if len(routes):
+        charts.insert(2, report.chart("table10_routes", "bar", routes, "Table 10: MAI routes (% of queries)",
+                                      label="bar", value="percent"))
+    return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
+
+
+def system_label(system: str, kind: str, verify) -> str:
+    """A figure's short name for a system: '8B-S', 'Full RT', 'MAI two-stage', 'MAI simplified'."""
+    if kind == "MAI":
+        return "MAI simplified" if verify == "reasoning" else "MAI two-stage"
+    return system
 
 
 def _forced_note(costs, labels, q, forced, verify, config, ok, large_r) -> str:
@@ -183,28 +201,52 @@ def scale_note(config: dict) -> str:
     return note
 
 
-def _plot(df: pd.DataFrame, path: Path, note: str) -> None:
-    """Latency against accuracy per system (left), MAI's route fractions per benchmark (right)."""
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for system, part in df.groupby("system"):
-        ax.scatter(part.latency_s, part.accuracy.fillna(0), label=system, s=50)
-    ax.set(xlabel="mean latency per query (s)", ylabel="accuracy (%)", title="systems")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    mai = df[df.route_simple.notna()]  # MAI's rows, one per verification variant
-    bars = [f"{b}\n{s.removeprefix('MAI ')}" for b, s in zip(mai.benchmark, mai.system)]
-    bottom = [0.0] * len(mai)
+@style.themed
+def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, note: str) -> Path:
+    """Top: accuracy against latency per system, one panel per benchmark, each point labelled with its
+    speedup over the large model with reasoning. Bottom: MAI's routes per benchmark and variant."""
+    benches = list(dict.fromkeys(df.benchmark))
+    mai = df[df.kind == "MAI"]
+    ncols = max(1, min(len(benches), 3))  # a shard can hold no rows yet: an empty figure, not an error
+    nrows = max(1, -(-len(benches) // ncols))
+    fig = plt.figure(figsize=(3.3 * ncols + 1.8, 2.8 * nrows + 0.35 * len(mai) + 1.6), layout="constrained")
+    fig.get_layout_engine().set(rect=style.FOOTER_RECT)
+    grid = fig.add_gridspec(nrows + 1, ncols, height_ratios=[2.8] * nrows + [0.35 * len(mai) + 0.9])
+    order = style.legend_order(df.label, df.role)
+    scatter_axes = []
+    for i, bench in enumerate(benches):
+        ax = fig.add_subplot(grid[i // ncols, i % ncols])
+        part = df[df.benchmark == bench].set_index("label")
+        for label in order:
+            if label in part.index and part.latency_s[label] is not None:
+                r = part.loc[label]
+                ax.scatter(r.latency_s, r.accuracy if r.accuracy is not None else float("nan"), s=40,
+                           color=style.color(r.role), label=label, edgecolor="white", linewidth=0.5, zorder=3)
+        style.percent_axis(ax)
+        ax.set(title=bench, xlabel="mean latency per query (s)")
+        latencies = part.latency_s.dropna().astype(float)
+        if len(latencies) and latencies.min() > 0 and latencies.max() / latencies.min() > 20:
+            style.log_axis(ax)
+        scatter_axes.append((ax, part))
+    ax = fig.add_subplot(grid[nrows, :])
+    names = [f"{b} · {label}" for b, label in zip(mai.benchmark, mai.label)]
+    left = [0.0] * len(mai)
     for route in ROUTES:
-        values = mai[f"route_{route}"].fillna(0).tolist()
-        ax2.bar(bars, values, bottom=bottom, label=route)
-        bottom = [b + v for b, v in zip(bottom, values)]
-    ax2.set(ylabel="fraction of queries", title="MAI routes", ylim=(0, 1))
-    ax2.tick_params(axis="x", labelsize=6)
-    ax2.legend(fontsize=8)
-    fig.suptitle(note, fontsize=7, wrap=True)
-    fig.tight_layout(rect=(0, 0, 1, 0.88))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        values = [100 * float(v) if v is not None else 0.0 for v in mai[f"route_{route}"]]
+        ax.barh(names, values, left=left, height=0.65, color=style.ROUTE_COLORS[route],
+                label=f"route: {style.ROUTE_NAMES[route]}")
+        left = [a + v for a, v in zip(left, values)]
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 100), xlabel="queries (%)", title="MAI routes")
+    ax.tick_params(axis="y", labelsize=7)
+    style.outside_legend(fig)
+    for ax, part in scatter_axes:  # speedup labels last: the legend and the layout are settled
+        ok = part[part.latency_s.notna() & part.speedup_vs_R.notna() & (part.kind != "large-R")]
+        style.place_labels(ax, list(zip(ok.latency_s.astype(float), ok.accuracy.astype(float).fillna(0))),
+                           [f"{float(v):.2f}x" for v in ok.speedup_vs_R], [style.color(r) for r in ok.role])
+    fig.suptitle("MAI against single models and Full reasoning transfer (Table 10); labels: speedup over "
+                 "the large model with reasoning", fontsize=10)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

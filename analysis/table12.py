@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis import paper_numbers, report  # noqa: E402
-from analysis.table10 import same_examples  # noqa: E402
-from mai.cascade import ROUTES  # noqa: E402
+from analysis import paper_numbers, report, style
+from analysis.table10 import same_examples
+from mai.cascade import ROUTES
 
 NAME = "table12_speculative"
 _ORDER = ("target", "speculative", "MAI")  # the systems of experiments/12_speculative_decoding.py
@@ -92,44 +89,57 @@ def build(run_dir, report_dir) -> dict:
     tables = report.write_table(table, report_dir, NAME, config, note,
                                 "Table 12: speculative decoding (assisted generation) against the target alone "
                                 "and MAI: accuracy (%), latency (s), acceptance (%)")
-    fig = report.figure_path(report_dir, NAME, config)
-    _plot(rows, df, fig, note)
-    summary = {}
-    for _, r in df.iterrows():
-        for col in ("accuracy", "latency_s", "latency_ratio", "speedup", "acceptance_%", "rejection_%"):
-            if r[col] is not None and r[col] == r[col]:
-                summary[f"{r.benchmark}/{r.kind}/{col}"] = float(r[col])
+    # The target decodes with the Simple or the reasoning prompt (its name ends -S or -R): its colour is that
+    # large-model system's in every other figure.
+    df = df.assign(role=[("large-R" if s.endswith("-R") else "large-S") if k == "target" else style.system_role(k)
+                         for s, k in zip(df.system, df.kind)])
+    fig = _plot(rows, df, report.figure_path(report_dir, NAME, config), config, described, note)
+    summary = report.stable_summary(df, df.kind, ("accuracy", "output_tokens", "latency_s", "latency_ratio", "speedup",
+                                                  "acceptance_%", "rejection_%"))
     summary["errors"] = sum(bool(r.get("error")) for r in rows)
     summary.update({f"{b}/excluded_examples": n for b, n in excluded.items()})
-    return dict(tables=tables, figures=[fig], summary=summary, markdown=tables[0].read_text())
+    bars = df.assign(bar=df.benchmark + " · " + df.system)
+    charts = [report.chart("table12_latency", "bar", bars[["bar", "latency_s"]],
+                           "Table 12: mean latency per query (s)", label="bar", value="latency_s"),
+              report.chart("table12_accuracy", "bar", bars[["bar", "accuracy"]], "Table 12: accuracy (%)",
+                           label="bar", value="accuracy"),
+              report.chart("table12", "table", table, "Table 12")]
+    return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
 
 
-def _plot(rows: list[dict], df: pd.DataFrame, path: Path, note: str) -> None:
-    """Per-example latency of each system (left); accepted draft tokens per verification step (right)."""
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-    bench = df.benchmark.iloc[0] if len(df) else None
-    ids = list(dict.fromkeys(r["example_id"] for r in rows if r["benchmark"] == bench))
-    kinds = [k for k in _ORDER if k in set(df.kind)]
-    width = 0.8 / max(len(kinds), 1)
-    for j, kind in enumerate(kinds):
-        latency = {r["example_id"]: r["latency"] for r in _ok(rows, bench, kind)}
-        label = df[(df.benchmark == bench) & (df.kind == kind)].system.iloc[0]
-        ax.bar([i + j * width for i in range(len(ids))], [latency.get(e, 0.0) for e in ids], width, label=label)
-    ax.set_xticks([i + width * (len(kinds) - 1) / 2 for i in range(len(ids))], [str(i) for i in range(len(ids))])
-    ax.set(xlabel=f"example ({bench})", ylabel="latency (s)", title="latency per query")
-    ax.legend(fontsize=8)
-    steps = [n for r in rows if r.get("kind") == "speculative" and r.get("stats")
-             for n in r["stats"]["step_accepted"]]
-    proposed = [n for r in rows if r.get("kind") == "speculative" and r.get("stats")
-                for n in r["stats"]["step_proposed"]]
-    top = max(steps + proposed + [1])
+@style.themed
+def _plot(rows: list[dict], df: pd.DataFrame, path: Path, config: dict, described: dict, note: str) -> Path:
+    """Mean latency (left) and accuracy (middle) per benchmark and system: the target alone, with a draft,
+    and MAI; the draft tokens proposed and accepted per verification step (right)."""
+    benches = list(dict.fromkeys(df.benchmark))
+    width = max(2.6, 0.9 * len(benches) + 1.0)
+    fig, axes = style.figure(1, 3, width=width, height=3.3)
+    fig.set_size_inches(2 * width + 3.0 + style.legend_room([*df.system, "draft tokens proposed"]), 3.3)
+    palette = dict(zip(df.system, map(style.color, df.role)))
+    order = style.legend_order(df.system, df.role)
+    data = df.assign(accuracy=df.accuracy.astype(float), latency_s=df.latency_s.astype(float))
+    for ax, col in zip(axes[0][:2], ("latency_s", "accuracy")):
+        sns.barplot(data, x="benchmark", y=col, hue="system", order=benches, hue_order=order, palette=palette,
+                    errorbar=None, ax=ax)
+        ax.set(xlabel="")
+        style.benchmark_ticks(ax)
+    axes[0][0].set(ylabel="mean latency per query (s)", title="latency")
+    style.percent_axis(axes[0][1])
+    axes[0][1].set_title("accuracy")
+    ax = axes[0][2]
+    spec = [r["stats"] for r in rows if r.get("kind") == "speculative" and r.get("stats") and not r.get("error")]
+    accepted = [n for s in spec for n in s["step_accepted"]]
+    proposed = [n for s in spec for n in s["step_proposed"]]
+    top = max(accepted + proposed + [1])
     bins = [b - 0.5 for b in range(top + 2)]
-    ax2.hist(proposed, bins=bins, alpha=0.5, label="proposed")
-    ax2.hist(steps, bins=bins, alpha=0.7, label="accepted")
-    ax2.set_xticks(range(top + 1))
-    ax2.set(xlabel="draft tokens per verification step", ylabel="steps", title="draft acceptance")
-    ax2.legend(fontsize=8)
-    report.save_figure(fig, path, note, top=0.9)
+    ax.hist(proposed, bins=bins, color="0.8", label="draft tokens proposed")
+    ax.hist(accepted, bins=bins, alpha=0.85, color=style.color("speculative"), label="draft tokens accepted")
+    style.integer_axis(ax)
+    style.integer_axis(ax, "y")
+    ax.set(xlabel="draft tokens per verification step", ylabel="verification steps", title="draft acceptance")
+    style.outside_legend(fig)
+    fig.suptitle("Token-level speculative decoding against the target alone and MAI (Table 12)", fontsize=10)
+    return style.save(fig, path, config, described, note)
 
 
 if __name__ == "__main__":

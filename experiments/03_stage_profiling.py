@@ -283,6 +283,7 @@ def main(argv=None):
     outputs = table03.build(store.dir, args.report_dir)
     wall_s = time.perf_counter() - wall_start
     outputs["summary"].update(wall_s=wall_s, rows_written=written)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
     cli.finish(store, tracker, outputs)  # W&B: rows, summary, figure; prints the tables
     print("\n".join(table03.ratio_lines(outputs["data"])))
     print(f"rows written: {written}; wall time {wall_s:.1f} s (model builds included)")

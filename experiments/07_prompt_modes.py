@@ -45,6 +45,7 @@ def main(argv=None, doc=__doc__):
                        args.think_tokens, args.simple_tokens)
         models.free(model)
     outputs = table07.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
     cli.finish(store, tracker, outputs)
     return args
 

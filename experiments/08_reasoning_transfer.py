@@ -58,6 +58,7 @@ def main(argv=None):
     run_systems(store, systems, examples, desc="systems")
 
     outputs = table08.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
     cli.finish(store, tracker, outputs)
 
 

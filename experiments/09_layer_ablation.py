@@ -6,6 +6,7 @@ model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus th
     python experiments/09_layer_ablation.py --layers 10,11,12,13,14
     python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
     python experiments/09_layer_ablation.py --preset cpu-real      # real SmolLM2-135M weights (Q4_1), text only
+    wandb sweep experiments/09_layer_ablation.sweep.yaml           # layer x delta as a W&B sweep (cpu preset)
 
 One small-model forward per example serves every layer: the reasoning is generated once, its attention
 captured once at all chosen layers, then each layer's selection is handed to the large model.
@@ -15,6 +16,7 @@ text questions; no large model is involved.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -64,6 +66,11 @@ def main(argv=None):
     p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     args = cli.parse(p, PRESETS, argv)
+    if os.environ.get("WANDB_SWEEP_ID") and args.run_name == args.preset:
+        # A `wandb agent` step (09_layer_ablation.sweep.yaml): one run directory per (layers, delta), since a
+        # run directory with rows refuses another configuration.
+        layers = "-".join(map(str, args.layers)) if args.layers else "all"
+        args.run_name = f"{args.preset}-sweep-L{layers}-d{args.delta:g}"
     if args.preset == "cpu-real":
         return real_attention(args)
     args.models = [args.small, args.large]
@@ -105,7 +112,9 @@ def main(argv=None):
                ({"system": "Full", "layer": None}, transfer(None))]
     systems += [({"system": f"L{layer}", "layer": layer}, transfer(layer)) for layer in layers]
     run_systems(store, systems, examples, desc="layers")
-    cli.finish(store, tracker, table09.build(store.dir, args.report_dir))
+    outputs = table09.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
+    cli.finish(store, tracker, outputs)
 
 
 def real_attention(args):
@@ -144,7 +153,9 @@ def real_attention(args):
                           reasoning_tokens=len(reasoning), error=None,
                           fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
                           shares={str(k): v for k, v in att.shares().items()}))
-    cli.finish(store, tracker, table09.build(store.dir, args.report_dir))
+    outputs = table09.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
+    cli.finish(store, tracker, outputs)
 
 
 if __name__ == "__main__":

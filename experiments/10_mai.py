@@ -140,6 +140,7 @@ def main(argv=None):
     store.write_json("memory.json", models.memory_report())
 
     outputs = table10.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
     cli.finish(store, tracker, outputs)
 
 

@@ -103,7 +103,9 @@ def main(argv=None):
     run_systems(store, systems, examples, desc="examples", on_row=remember)
     store.write_json("memory.json", models.memory_report())
 
-    cli.finish(store, tracker, table12.build(store.dir, args.report_dir))
+    outputs = table12.build(store.dir, args.report_dir)
+    tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
+    cli.finish(store, tracker, outputs)
 
 
 def _warm_up(example, target, speculative, draft, mode) -> None:

@@ -3,9 +3,17 @@
 Mode `auto` (the default) logs online only when the user is logged in (WANDB_API_KEY or a netrc entry),
 offline otherwise; `online` asks for it; `disabled` turns W&B off. If W&B cannot start (no network,
 a broken install), the run goes on without it and says so once.
+
+What a run holds, so that runs compare in W&B's UI: runs are grouped by experiment and tagged with their
+preset ("preset:cpu") and "random-weights" when any model had random weights; the summary has one key per
+(benchmark, system, metric) under stable names ("synth-pope/MAI-answer/accuracy", systems named by their
+role, not their checkpoint: analysis.report.system_key); each table and chart of the analysis is logged as a
+wandb.Table with a native wandb.plot chart over it (`log_charts`), beside the figures as images. An offline
+run ends by printing the exact `wandb sync` command that uploads it.
 """
 from __future__ import annotations
 
+import json
 import netrc
 import os
 import sys
@@ -38,6 +46,7 @@ class Tracker:
     def __init__(self, mode: str, run_dir: Path, name: str, group: str, config: dict):
         self.mode = resolve_mode(mode)
         self.run = None
+        self.run_dir = Path(run_dir)
         if self.mode == "disabled":
             return
         try:
@@ -45,7 +54,7 @@ class Tracker:
 
             os.environ.setdefault("WANDB_SILENT", "true")
             self.run = wandb.init(project=PROJECT, name=name, group=group, config=config, dir=str(run_dir),
-                                  mode=self.mode, reinit="finish_previous",
+                                  mode=self.mode, reinit="finish_previous", tags=tags(config),
                                   settings=wandb.Settings(init_timeout=60, console="off"))
         except Exception as err:  # W&B must never fail a run
             if self.mode == "online":
@@ -78,10 +87,58 @@ class Tracker:
 
             self.run.log({name: wandb.Image(str(path))})
 
+    def log_charts(self, charts: list[dict]) -> None:
+        """Each chart as a native W&B chart (wandb.plot) over a wandb.Table, or for kind "table" the table alone.
+
+        A chart: {name, kind: line | bar | scatter | table, columns, data (rows of values), title, and x, y
+        (line, scatter; line also stroke: the column that splits series) or label, value (bar)}."""
+        if self.run is None or not charts:
+            return
+        import wandb
+
+        logged = {}
+        for c in charts:
+            table = wandb.Table(columns=list(c["columns"]), data=[[_cell(v) for v in row] for row in c["data"]])
+            title = c.get("title", c["name"])
+            if c["kind"] == "table":  # a chart's table is logged with it, as charts/<name>_table
+                logged[f"tables/{c['name']}"] = table
+            elif c["kind"] == "line":
+                logged[f"charts/{c['name']}"] = wandb.plot.line(table, c["x"], c["y"], stroke=c.get("stroke"),
+                                                                title=title)
+            elif c["kind"] == "bar":
+                logged[f"charts/{c['name']}"] = wandb.plot.bar(table, c["label"], c["value"], title=title)
+            elif c["kind"] == "scatter":
+                logged[f"charts/{c['name']}"] = wandb.plot.scatter(table, c["x"], c["y"], title=title)
+        self.run.log(logged)
+
     def finish(self) -> None:
-        if self.run is not None:
-            self.run.finish()
-            self.run = None
+        """Close the run; tag it "random-weights" when models.json says so; for an offline run, print the
+        command that uploads it."""
+        if self.run is None:
+            return
+        described = self.run_dir / "models.json"
+        if described.exists() and any(d.get("random_weights") for d in json.loads(described.read_text()).values()):
+            self.run.tags = tuple(sorted({*self.run.tags, RANDOM_TAG}))
+        offline = self.mode == "offline" and self.path
+        path = self.path
+        self.run.finish()
+        self.run = None
+        if offline:
+            print(f"W&B run saved offline; upload it with:\n  wandb sync {path}")
+
+
+RANDOM_TAG = "random-weights"
+
+
+def tags(config: dict) -> list[str]:
+    """The run's tags known before any model loads: its preset, its backend when not transformers, and
+    "random-weights" for the CPU presets' random models (finish() adds it for any run that had one)."""
+    out = [f"preset:{config.get('preset')}"]
+    if config.get("backend", "hf") != "hf":
+        out.append(f"backend:{config['backend']}")
+    if config.get("preset") == "cpu":
+        out.append(RANDOM_TAG)
+    return out
 
 
 def _cell(value):
