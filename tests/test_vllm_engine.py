@@ -79,17 +79,6 @@ def hf(checkpoints):
             for role, path in checkpoints.items()}
 
 
-@pytest.fixture(scope="module")
-def chart():
-    from PIL import Image, ImageDraw
-
-    img = Image.new("RGB", (640, 480), "white")
-    draw = ImageDraw.Draw(img)
-    for i, h in enumerate((120, 240, 180)):
-        draw.rectangle([80 + 160 * i, 440 - h, 180 + 160 * i, 440], fill=("red", "green", "blue")[i])
-    return img
-
-
 def _ids(result, gen) -> list[int]:
     """The generated ids of a first stage kept with keep_cache, a closing eos included (both backends)."""
     if hasattr(gen, "llm"):
@@ -117,10 +106,10 @@ def _margin(lm, result, position: int) -> dict:
 
 @pytest.mark.parametrize("role", ["small", "large"])
 @pytest.mark.parametrize("n_images", [0, 1, 2])
-def test_a_greedy_ids_equal_transformers(engines, hf, chart, role, n_images):
+def test_a_greedy_ids_equal_transformers(engines, hf, chart_image, role, n_images):
     from mai.generation import Request
 
-    images = [chart, chart.rotate(90, expand=True)][:n_images]
+    images = [chart_image, chart_image.rotate(90, expand=True)][:n_images]
     request = Request(QUESTION, images, "think", POST, max_new_tokens=24, keep_cache=True)
     ours, theirs = hf[role].generate(request), engines[role].generate(request)
     assert theirs.input_tokens == ours.input_tokens  # vLLM expanded the image placeholders as transformers does
@@ -137,17 +126,17 @@ def test_a_greedy_ids_equal_transformers(engines, hf, chart, role, n_images):
 # (b) the second stage is served from the first stage's blocks, and equals a fresh recomputation
 # ---------------------------------------------------------------------------------------------------
 
-def test_b_second_stage_from_the_prefix_cache(engines, hf, chart):
+def test_b_second_stage_from_the_prefix_cache(engines, hf, chart_image):
     import dataclasses
 
     from mai.generation import Request
 
     small = engines["small"]
     small.reset_caches()
-    first_request = Request(QUESTION, [chart], "think", POST, max_new_tokens=40, keep_cache=True)
+    first_request = Request(QUESTION, [chart_image], "think", POST, max_new_tokens=40, keep_cache=True)
     first = small.generate(first_request)
     assert first.cached_tokens == 0 and first.input_tokens >= 2 * BLOCK
-    answer = Request(QUESTION, [chart], "answer", POST, max_new_tokens=8)
+    answer = Request(QUESTION, [chart_image], "answer", POST, max_new_tokens=8)
     second = small.generate(dataclasses.replace(answer, reuse=first))
     # Every full block of the first stage's computed tokens (prompt + reasoning; the last sampled token has no
     # KV yet) is found again: the second stage's prompt extends them token for token.
@@ -251,13 +240,13 @@ def test_c_no_system_is_served_from_another_systems_cache(table10_orders, order)
     assert second_stages == 4  # the two-stage variant's, one per example (random weights never agree)
 
 
-def test_c_without_a_reset_the_engine_would_serve_one(engines, chart):
+def test_c_without_a_reset_the_engine_would_serve_one(engines, chart_image):
     """The control: the L-S prompt again without reset_caches() is served from the cache (so test (c) can fail)."""
     from mai.generation import Request
 
     large = engines["large"]
     large.reset_caches()
-    request = Request(QUESTION, [chart], "simple", POST, max_new_tokens=4)
+    request = Request(QUESTION, [chart_image], "simple", POST, max_new_tokens=4)
     first, again = large.generate(request), large.generate(request)
     assert first.cached_tokens == 0 and again.cached_tokens == (first.input_tokens - 1) // BLOCK * BLOCK >= 2 * BLOCK
     assert large.reset_caches() == ["prefix", "multimodal"]  # vLLM 0.30 has no encoder-cache reset
