@@ -39,11 +39,6 @@ QUESTION = ("Look at the chart carefully. " * 30 + "Which bar is the tallest, an
             "shortest one?")  # ~300 tokens: the text-only prompt also spans two blocks
 
 
-def _engine_env() -> dict:
-    return {k: os.environ[k] for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_OMP_THREADS_BIND",
-                                       "VLLM_CPU_KVCACHE_SPACE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK")}
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """tiny-small and tiny-large as checkpoint directories with random bf16 weights, by scripts/make_checkpoint.py."""
@@ -276,7 +271,7 @@ def test_d_table10_on_vllm_answers_as_on_transformers(shared_engines, checkpoint
     experiment("10_mai").main(_table10_args(checkpoints, tmp_path, *extra, "--run-name", "hf"))
     vllm_args = _table10_args(checkpoints, tmp_path, *extra, "--backend", "vllm", "--vllm-eager", "--run-name", "vllm")
     if transfer == "sparse":
-        env = {**os.environ, **_engine_env(), "OMP_NUM_THREADS": "1"}
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}  # and the engine settings set above
         done = subprocess.run([sys.executable, str(ROOT / "experiments" / "10_mai.py"), *vllm_args], env=env,
                               capture_output=True, text=True, timeout=1500)
         assert done.returncode == 0, done.stderr[-3000:]
