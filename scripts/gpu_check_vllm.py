@@ -62,7 +62,8 @@ def profile(gen, question, image, lengths, warmup: int, runs: int) -> list[dict]
                    prefill_s=mean([r.times["prefill"] for r in results]),
                    decode_s=mean([r.times["decode"] for r in results]),
                    preprocess_s=mean([r.times["preprocess"] for r in results]),
-                   timed_by=(results[0].stats or {}).get("timing", "vLLM request metrics"))
+                   timed_by=(results[0].stats or {}).get("timing", "vLLM request metrics" if hasattr(gen, "llm")
+                                                           else "transformers backend's clocks"))
         row["decode_ms_per_token"] = 1000 * row["decode_s"] / max(n - 1, 1)
         row["prefill_ms_per_token"] = 1000 * row["prefill_s"] / max(row["input_tokens"], 1)
         out.append(row)

