@@ -19,16 +19,17 @@ CLIP_MEAN, CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.261302
 
 
 def _shape(hidden, layers, heads, kv_heads, inter, tie, v_depth, v_hidden, v_inter, v_heads, mrope, fullatt,
-           init=0.02, window=112):
+           init=0.02, window=112, vocab=models.VOCAB_SIZE):
     return dict(
-        text_config=dict(vocab_size=models.VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
+        text_config=dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, intermediate_size=inter,
                          max_position_embeddings=128000, rms_norm_eps=1e-6, tie_word_embeddings=tie,
                          initializer_range=init,
                          rope_parameters=dict(rope_type="default", rope_theta=1_000_000.0, mrope_section=list(mrope))),
         vision_config=dict(depth=v_depth, hidden_size=v_hidden, intermediate_size=v_inter, num_heads=v_heads,
                            out_hidden_size=hidden, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
-                           window_size=window, fullatt_block_indexes=list(fullatt), initializer_range=init),
+                           window_size=window, fullatt_block_indexes=list(fullatt), initializer_range=init,
+                           tokens_per_second=2),
         image_token_id=models.IMAGE_TOKEN_ID, video_token_id=models.VIDEO_TOKEN_ID,
         vision_start_token_id=models.VISION_START_ID, vision_end_token_id=models.VISION_END_ID,
         tie_word_embeddings=tie)
@@ -69,10 +70,18 @@ QWEN2_5_VL = register(Family(
     architectures={
         # Text head_dim 32 (128 / 4 heads), mrope 4/6/6 (sum = head_dim / 2); std 0.5 as tiny-small.
         "tiny-qwen2.5-vl": _shape(128, 4, 4, 2, 256, True, 2, 64, 128, 4, (4, 6, 6), (1,), init=0.5),
-        # Qwen/Qwen2.5-VL-3B-Instruct config.json.
+        # Qwen/Qwen2.5-VL-3B-Instruct and -7B-Instruct config.json, from public copies (a model-config
+        # markdown of the 3B's; a printed 7B module tree; a 7B config in an engine's tests): text 2048 x 36,
+        # 16/2 heads, 11008, vocabulary 151936, tied / 3584 x 28, 28/4 heads, 18944, vocabulary 152064,
+        # untied; rope theta 1e6, mrope 16/24/24, 128000 positions; vision 1280 x 32 blocks, 16 heads, 3420,
+        # 14-pixel patches merged 2 x 2, window 112 with full attention in blocks 7/15/23/31, 2 temporal
+        # positions a second (transformers' default is 4); the 7B's also in public copies of its whole
+        # config.json (a diffusion text-encoder loader, an engine's tests). Counts built
+        # here: 3,754,622,976 and 8,292,166,656 = the counts public loaders of the checkpoints report
+        # (tests/test_released_shapes.py). Unverified: the files themselves (no hub here).
         "qwen2.5-vl-3b": _shape(2048, 36, 16, 2, 11008, True, 32, 1280, 3420, 16, (16, 24, 24), (7, 15, 23, 31)),
-        # Qwen/Qwen2.5-VL-7B-Instruct config.json.
-        "qwen2.5-vl-7b": _shape(3584, 28, 28, 4, 18944, False, 32, 1280, 3420, 16, (16, 24, 24), (7, 15, 23, 31)),
+        "qwen2.5-vl-7b": _shape(3584, 28, 28, 4, 18944, False, 32, 1280, 3420, 16, (16, 24, 24), (7, 15, 23, 31),
+                                vocab=152064),
     },
     offline_processor=offline_processor, stop_strings=("<|im_end|>", "<|endoftext|>"), vision_tower="visual",
     token_inputs=("mm_token_type_ids",), vision_inputs=("pixel_values", "image_grid_thw"),
