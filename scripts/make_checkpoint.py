@@ -4,14 +4,17 @@
     python scripts/make_checkpoint.py NAME DIR [--thinking] [--no-weights] [--seed N]
 
 NAME is a random-weight architecture of mai.families: Qwen3-VL's tiny-small, tiny-large, qwen3-vl-2b/4b/8b,
-and each other family's (tiny-qwen2.5-vl, tiny-gemma3, tiny-llava-onevision, tiny-qwen3, tiny-smollm2,
-tiny-gemma3-text, ...; see --help). Other families are written by transformers' own writers
+and each other family's tiny shape (tiny-qwen2.5-vl, tiny-gemma3, tiny-llava-onevision, tiny-qwen3,
+tiny-smollm2, tiny-gemma3-text) and released shapes (qwen2.5-vl-3b/7b, gemma3-4b/12b,
+llava-onevision-0.5b/7b, qwen3-0.6b/8b, smollm2-135m-shape, smollm2-1.7b, gemma3-270m-text,
+gemma3-1b-text; see --help). Other families are written by transformers' own writers
 (mai.families.checkpoints): config.json, generation_config.json, model.safetensors, the processor's or
 tokenizer's files with the chat template, and the same mai_checkpoint.json marker. For Qwen3-VL, DIR receives what Qwen/Qwen3-VL-*-Instruct (with --thinking: -Thinking) holds: config.json with the
 released values, generation_config.json, preprocessor_config.json, video_preprocessor_config.json,
 chat_template.json, Qwen3's tokenizer files (tokenizer.json, vocab.json, merges.txt,
 tokenizer_config.json) and random bf16 weights as safetensors (sharded with model.safetensors.index.json
-where the released checkpoint is). --no-weights leaves the weights out, for vLLM's load_format="dummy".
+where the released checkpoint is). --no-weights leaves the weights out, for vLLM's load_format="dummy"; it
+allocates none (a released 8B or 12B shape is built on the meta device), so it runs on any machine.
 One file is not in a released checkpoint: mai_checkpoint.json, which says the weights are random (runs
 record random_weights: true for the directory).
 
