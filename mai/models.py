@@ -293,7 +293,7 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
     torch_dtype = resolve_dtype(dtype, dev)
     family = families.by_architecture(spec)
     if family is not None:
-        processor = family.offline_processor(min_pixels, max_pixels)
+        processor = family.offline_processor(min_pixels, max_pixels, **family.processor_kwargs.get(spec, {}))
         # A family whose template has a thinking switch (Qwen3's enable_thinking) thinks when asked.
         thinking = is_thinking(spec, family) or bool(family.thinking_kwargs(True))
         model = _build(family, spec, dev, torch_dtype, attn_implementation, seed)

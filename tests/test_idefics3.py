@@ -66,3 +66,33 @@ def test_a_random_weight_model_records_its_stand_in_tokenizer(family):
     assert "tokenizer" not in load_model("tiny-smollm2", device="cpu").describe()  # a real tokenizer: no note
     assert lm.eos_token_ids == [49279]  # <end_of_utterance>, the released generation_config's eos
     assert json.dumps(described)  # models.json takes it as it is
+
+
+def test_the_2_2b_shape_gets_its_own_tiles_and_token_numbering():
+    """SmolVLM-Instruct: 384-px tiles of 81 tokens, <fake_token_around_image> 49152, <image> 49153 (its
+    config.image_token_id), <end_of_utterance> 49154; <global-img> and <row_r_col_c> are plain text there."""
+    processor = idefics3.offline_processor(**idefics3.RELEASED_PROCESSORS["smolvlm-2.2b"])
+    tok = processor.tokenizer
+    assert len(tok) == 49155 and processor.image_seq_len == 81
+    assert [tok.convert_tokens_to_ids(t) for t in ("<fake_token_around_image>", "<image>", "<end_of_utterance>")] \
+        == [49152, 49153, 49154]
+    assert len(tok("<global-img>", add_special_tokens=False).input_ids) > 1
+    image = Image.fromarray(np.zeros((300, 400, 3), dtype=np.uint8))  # 1536 x 1152 after resizing: 4 x 3 tiles
+    out = processor(text=["<image>"], images=[image], return_tensors="pt", add_special_tokens=False)
+    ids = out.input_ids[0].tolist()
+    assert tuple(out.pixel_values.shape) == (1, 13, 3, 384, 384) and ids.count(49153) == 13 * 81
+    assert max(ids) < 49155  # every id has a row in the 2.2B's embedding
+
+
+@pytest.mark.parametrize("name", ["tiny-smolvlm", "smolvlm-256m", "smolvlm-2.2b"])
+def test_each_shape_gets_a_processor_that_fits_its_vision_tower_and_vocabulary(family, name):
+    """What load_model pairs with each architecture: tiles of the tower's image size, as many <image> tokens
+    a tile as the connector gives, the config's image_token_id, every named id inside the vocabulary."""
+    config = family.config(name)
+    processor = family.offline_processor(**family.processor_kwargs.get(name, {}))
+    vision = config.vision_config
+    assert processor.image_processor.max_image_size["longest_edge"] == vision.image_size
+    assert processor.image_seq_len == (vision.image_size // vision.patch_size) ** 2 // config.scale_factor ** 2
+    assert processor.image_token_id == config.image_token_id
+    assert len(processor.tokenizer) <= config.text_config.vocab_size
+    assert family.stop_ids(processor.tokenizer) == [processor.tokenizer.convert_tokens_to_ids("<end_of_utterance>")]

