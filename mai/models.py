@@ -131,10 +131,16 @@ class LoadedModel:
         return sum(p.numel() for p in self.model.parameters())
 
     def describe(self) -> dict:
-        return dict(spec=self.spec, label=self.label, random_weights=self.random_weights,
-                    thinking=self.thinking, dtype=str(self.dtype).removeprefix("torch."),
-                    device=str(self.device), parameters=self.num_parameters(),
-                    attn_implementation=self.model.config._attn_implementation)
+        described = dict(spec=self.spec, label=self.label, random_weights=self.random_weights,
+                         thinking=self.thinking, dtype=str(self.dtype).removeprefix("torch."),
+                         device=str(self.device), parameters=self.num_parameters(),
+                         attn_implementation=self.model.config._attn_implementation)
+        from mai.tokenizer_sources import NO_OFFLINE_TOKENIZER
+
+        standin = NO_OFFLINE_TOKENIZER.get(self.model.config.model_type)
+        if self.random_weights and standin:  # built here, so its tokenizer is the offline stand-in
+            described["tokenizer"] = standin
+        return described
 
 
 def resolve_device(device: str | None) -> torch.device:

