@@ -32,8 +32,9 @@ from mai.families import Family, register
 TEMPLATE = models.ASSETS / "internvl" / "chat_template.json"
 
 # vllm-project/recipes InternVL/InternVL3_5.md @4ff3061b ("Thinking Mode: set the system prompt to our
-# Thinking System Prompt"), the text `.strip()`ed; the same text is R1_SYSTEM_PROMPT in OpenGVLab's
-# InternVL3.5 quick start. OpenGVLab recommends sampling at temperature 0.6 there; MAI decodes greedily.
+# Thinking System Prompt"), the text `.strip()`ed; the same words are R1_SYSTEM_PROMPT in OpenGVLab's
+# InternVL3.5 quick start (the copy read here wraps them without the blank lines). OpenGVLab recommends
+# sampling at temperature 0.6 for it; MAI decodes greedily, as for every model.
 THINKING_SYSTEM_PROMPT = (
     "You are an AI assistant that rigorously follows this response protocol:\n\n"
     "1. First, conduct a detailed analysis of the question. Consider different angles, potential solutions, "
