@@ -203,6 +203,8 @@ def is_thinking(spec: str, family: families.Family | None = None) -> bool:
     folder = Path(spec.rstrip("/"))
     if "thinking" in folder.name.lower():  # the name, not the folders above it
         return True
+    if family.thinking_system_prompt is not None:  # thinks when its Think prompt's system turn asks (InternVL3.5)
+        return True
     if family.thinking_marker is None:
         return False
     template = None

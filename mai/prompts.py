@@ -44,11 +44,14 @@ def user_text(question: str, mode: str, post_prompt: str = "", context: str | No
     return text
 
 
-def conversation(n_images: int, text: str, family: families.Family | None = None) -> list[dict]:
+def conversation(n_images: int, text: str, family: families.Family | None = None,
+                 thinking: bool = False) -> list[dict]:
     """System and user turns in the family's message format: typed parts (images, then text, as
-    lmms-eval sends them), or one string for templates of text-only models, which cannot take parts."""
+    lmms-eval sends them), or one string for templates of text-only models, which cannot take parts.
+    A thinking prompt of a family that thinks by its system prompt (InternVL3.5) gets that system turn."""
     family = family or families.default()
-    messages = [] if family.system_prompt is None else [_turn("system", family.system_prompt, family)]
+    system = family.thinking_system_prompt if thinking and family.thinking_system_prompt else family.system_prompt
+    messages = [] if system is None else [_turn("system", system, family)]
     if family.content_parts:
         content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": text}]
         return messages + [{"role": "user", "content": content}]
@@ -63,9 +66,9 @@ def render(processor, n_images: int, text: str, thinking: bool, family: families
     """The prompt string up to the assistant's turn, by the processor's chat template. Qwen3-VL's
     templates take no thinking switch: a Thinking checkpoint's own template opens <think> on every
     generation prompt, an Instruct one's never does. A family with a switch (Qwen3's enable_thinking)
-    gets it from `thinking`."""
+    gets it from `thinking`, as does one that thinks by its system prompt (InternVL3.5)."""
     family = family or families.default()
-    return processor.apply_chat_template(conversation(n_images, text, family), tokenize=False,
+    return processor.apply_chat_template(conversation(n_images, text, family, thinking), tokenize=False,
                                          add_generation_prompt=True, **family.thinking_kwargs(thinking))
 
 

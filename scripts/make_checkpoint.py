@@ -4,10 +4,11 @@
     python scripts/make_checkpoint.py NAME DIR [--thinking] [--no-weights] [--seed N]
 
 NAME is a random-weight architecture of mai.families: Qwen3-VL's tiny-small, tiny-large, qwen3-vl-2b/4b/8b,
-and each other family's tiny shape (tiny-qwen2.5-vl, tiny-gemma3, tiny-llava-onevision, tiny-qwen3,
-tiny-smollm2, tiny-gemma3-text) and released shapes (qwen2.5-vl-3b/7b, gemma3-4b/12b,
-llava-onevision-0.5b/7b, qwen3-0.6b/8b, smolvlm-256m/2.2b, tiny-smolvlm, smollm2-135m-shape, smollm2-1.7b, gemma3-270m-text,
-gemma3-1b-text; see --help). Other families are written by transformers' own writers
+and each other family's tiny shape (tiny-qwen2.5-vl, tiny-gemma3, tiny-llava-onevision, tiny-internvl3.5,
+tiny-smolvlm, tiny-qwen3, tiny-smollm2, tiny-gemma3-text) and released shapes (qwen2.5-vl-3b/7b,
+gemma3-4b/12b, llava-onevision-0.5b/7b, internvl3.5-1b/2b/8b, smolvlm-256m/2.2b, qwen3-0.6b/8b,
+smollm2-135m-shape, smollm2-1.7b, gemma3-270m-text, gemma3-1b-text; see --help). Other families are written
+by transformers' own writers
 (mai.families.checkpoints): config.json, generation_config.json, model.safetensors, the processor's or
 tokenizer's files with the chat template, and the same mai_checkpoint.json marker. For Qwen3-VL, DIR receives what Qwen/Qwen3-VL-*-Instruct (with --thinking: -Thinking) holds: config.json with the
 released values, generation_config.json, preprocessor_config.json, video_preprocessor_config.json,

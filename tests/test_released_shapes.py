@@ -10,8 +10,12 @@ half a unit of its last digit). The published figures, and where they were read:
   registries, loaders' counts); gemma-3-4b-it 4,300,079,472 and -12b-it 12,187,325,040 (hub safetensors
   totals); Qwen3-0.6B 596,049,920 and Qwen3-8B 8,190,735,360 (hub safetensors total); SmolLM2-135M
   134,515,008 and SmolLM2-1.7B-Instruct 1,711,376,384; gemma-3-270m 268,098,176 (llama.cpp's n_params,
-  KerasHub's preset) and gemma-3-1b-it 999,885,952 (KerasHub's preset, llama.cpp).
-- card figures only: llava-onevision-qwen2-0.5b-ov-hf 0.9B and -7b-ov-hf 8.0B (hub model pages).
+  KerasHub's preset) and gemma-3-1b-it 999,885,952 (KerasHub's preset, llama.cpp); InternVL3_5-1B-HF
+  1,060,897,792 (a third-party record of revision 9191dbcc); SmolVLM-256M-Instruct 256,484,928 (a public
+  reference-findings document of a Java port, the released weights file's count).
+- card figures only: llava-onevision-qwen2-0.5b-ov-hf 0.9B and -7b-ov-hf 8.0B (hub model pages);
+  InternVL3.5-2B 2.3B and -8B 8.5B (OpenGVLab's InternVL3.5 quick-start table); SmolVLM-Instruct 2.2B (its
+  model card).
 - split figures from the model cards and Google's Gemma 3 270M announcement: Qwen3-0.6B 0.44B and Qwen3-8B
   6.95B non-embedding parameters; Gemma 3 270M 170M embedding + 100M transformer-block parameters.
 Run with -s to print each measured count.
@@ -40,6 +44,8 @@ PUBLISHED = {
     "qwen3-0.6b": (596_049_920, True), "qwen3-8b": (8_190_735_360, True),
     "smollm2-135m-shape": (134_515_008, True), "smollm2-1.7b": (1_711_376_384, True),
     "gemma3-270m-text": (268_098_176, True), "gemma3-1b-text": (999_885_952, True),
+    "internvl3.5-1b": (1_060_897_792, True), "internvl3.5-2b": (2.3e9, False), "internvl3.5-8b": (8.5e9, False),
+    "smolvlm-256m": (256_484_928, True), "smolvlm-2.2b": (2.2e9, False),
 }
 # Half a unit of the card figure's last digit (0.9B: 0.05B).
 CARD_HALF_UNIT = 0.05e9

