@@ -8,8 +8,12 @@ Everything else here (prompt ids, sampling fields, the dummy checkpoint director
 is tested on a machine without vLLM.
 
 - Prompts. The same chat template as the transformers backend (mai.prompts), submitted as token ids with
-  one <|image_pad|> per image (vLLM's processor expands it, as the transformers processor does) and the
-  PIL images in multi_modal_data. Prefix caching is on.
+  the placeholders the family's template writes, one per image (Qwen-VL: <|vision_start|><|image_pad|>
+  <|vision_end|>; Gemma 3: <start_of_image>), and the PIL images in multi_modal_data: vLLM's multimodal
+  processor expands each placeholder as the transformers processor does, so no family needs a prompt format
+  of its own (tests/test_vllm_engine_families.py: the same ids on both, for every family vLLM serves).
+  Families that size images with qwen_vl_utils get the run's pixel bounds as processor kwargs; the others
+  keep their processor's sizing. Prefix caching is on.
 - Greedy. SamplingParams(temperature=0, max_tokens, min_tokens, stop_token_ids = the eos ids, neutral
   penalties); a checkpoint's generation_config.json sampling defaults are ignored (generation_config=
   "vllm"), as the transformers backend builds its GenerationConfig from scratch.
