@@ -16,6 +16,7 @@ files only (VLLMGenerator(start_engine=False)). Prompts: Simple, Think and the s
 for a multimodal family.
 """
 import dataclasses
+import gc
 import importlib.util
 import time
 from pathlib import Path
@@ -32,15 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PIXELS = dict(min_pixels=64 * 64, max_pixels=128 * 128)  # a few dozen image tokens: prompts stay short
 POST = "\nAnswer the question using a single word or phrase."
 QUESTION = "Which bar is the tallest, and by how much does it exceed the shortest one?"
-# Where greedy ids are compared (an engine each: about a minute to start on 2 cores): one text-only family and the
-# multimodal ones other than Qwen3-VL (tests/test_vllm_engine.py covers it); the rest are left to the prompt checks.
-GREEDY = ("qwen3", "gemma3_text", "gemma3", "qwen2_5_vl")
-
-
-def _families():
-    from mai import families
-
-    return [f.name for f in families.all_families() if f.vllm]
+# Greedy ids are compared on an engine for every family but Qwen3-VL, whose engine tests (tests/test_vllm_engine.py)
+# compare them on tiny-small and tiny-large.
+NOT_GREEDY_HERE = ("qwen3_vl",)
 
 
 def _cases():
@@ -64,35 +59,77 @@ def _script():
 
 
 @pytest.fixture(scope="module")
-def family_models(tmp_path_factory):
-    """name -> (the transformers model, a prompt-only VLLMGenerator) on one checkpoint directory, built on first use;
-    a family whose tokenizer package this environment lacks is skipped with the reason."""
+def checkpoints(tmp_path_factory):
+    """name -> the family's tiny checkpoint directory, written on first use; a family whose tokenizer package this
+    environment lacks is skipped with the reason."""
     from mai import MaiError, families
-    from mai.models import load_model
-    from mai.vllm_backend import VLLMGenerator
 
-    built, script = {}, _script()
+    written, script = {}, _script()
 
     def get(name):
-        if name not in built:
+        if name not in written:
             family = families.FAMILIES[name]
             path = tmp_path_factory.mktemp("checkpoints") / _tiny(family)
             try:
                 script.main([_tiny(family), str(path)])
+                written[name] = str(path)
             except MaiError as err:
-                built[name] = err
-            else:
-                t0 = time.perf_counter()
-                gen = VLLMGenerator(str(path), dtype="fp32", max_images=2, max_model_len=4096, start_engine=False,
-                                    **PIXELS)
-                gen.renderer()  # vLLM's tokenizer and multimodal processor: timed
-                print(f"figure: {name}: vLLM renderer built in {time.perf_counter() - t0:.1f} s")
-                built[name] = (load_model(str(path), device="cpu", dtype="fp32", **PIXELS), gen, str(path))
-        if isinstance(built[name], MaiError):
-            pytest.skip(str(built[name]))
-        return built[name]
+                written[name] = err
+        if isinstance(written[name], MaiError):
+            pytest.skip(str(written[name]))
+        return written[name]
 
     return get
+
+
+class _Current:
+    """One family's models at a time (tests run family by family): the previous family's are let go first, so
+    that the process holds one engine and one renderer, not one per family (a 13 GB process with all of them
+    kept). vLLM keeps every tokenizer and HF processor it loaded in module-level lru caches (vllm 0.30
+    tokenizers/registry.py cached_get_tokenizer, transformers_utils/processor.py cached_get_processor): emptied too."""
+
+    def __init__(self, build, close=lambda value: None):
+        self.build, self.close, self.name, self.value = build, close, None, None
+
+    def __call__(self, name):
+        if name != self.name:
+            if self.value is not None:
+                self.close(self.value)
+            self.name, self.value = None, None
+            _forget_loaded_files()
+            self.value, self.name = self.build(name), name
+        return self.value
+
+
+def _forget_loaded_files() -> None:
+    import ctypes
+
+    from vllm.tokenizers import registry
+    from vllm.transformers_utils import processor
+
+    for cached in (registry.cached_get_tokenizer, registry.cached_resolve_tokenizer_args, processor.cached_get_processor):
+        cached.cache_clear()
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand freed heap back to the machine (glibc keeps it otherwise)
+
+
+@pytest.fixture(scope="module")
+def family_models(checkpoints):
+    """name -> (the transformers model, a prompt-only VLLMGenerator) on the family's checkpoint directory."""
+    from mai.models import load_model
+    from mai.vllm_backend import VLLMGenerator
+
+    def build(name):
+        path = checkpoints(name)
+        t0 = time.perf_counter()
+        gen = VLLMGenerator(path, dtype="fp32", max_images=2, max_model_len=4096, start_engine=False, **PIXELS)
+        gen.renderer()  # vLLM's tokenizer and multimodal processor: timed
+        print(f"figure: {name}: vLLM renderer built in {time.perf_counter() - t0:.1f} s")
+        return load_model(path, device="cpu", dtype="fp32", **PIXELS), gen
+
+    current = _Current(build)
+    yield current
+    current.value = None
 
 
 def _images(lm, n, chart_image):
@@ -127,7 +164,7 @@ def test_prompt_ids_through_vllms_processor_equal_transformers(family_models, ch
     from mai.generation import HFGenerator, Request
     from mai.vllm_backend import build_prompt
 
-    lm, gen, _ = family_models(name)
+    lm, gen = family_models(name)
     images = _images(lm, n_images, chart_image)
     hf = HFGenerator(lm)
     request = Request(QUESTION, images, mode, POST)
@@ -149,33 +186,36 @@ def test_prompt_ids_through_vllms_processor_equal_transformers(family_models, ch
 
 
 @pytest.fixture(scope="module")
-def engines(family_models):
-    """name -> a started vLLM engine on the family's checkpoint, float32, built on first use."""
+def engines(checkpoints):
+    """name -> (the transformers model, a started vLLM engine) on the family's checkpoint directory, float32."""
     import torch
 
+    from mai.models import load_model
     from mai.vllm_backend import VLLMGenerator
 
     torch.set_num_threads(1)  # one OpenMP thread, as tests/test_vllm_engine.py (why: its module doc)
-    started = {}
 
-    def get(name):
-        if name not in started:
-            _, _, path = family_models(name)
-            gen = VLLMGenerator(path, dtype="fp32", enforce_eager=True, max_images=2, max_model_len=4096, **PIXELS)
-            print(f"figure: {name}: vLLM engine started in {gen.build_seconds:.1f} s")
-            started[name] = gen
-        return started[name]
+    def build(name):
+        path = checkpoints(name)
+        gen = VLLMGenerator(path, dtype="fp32", enforce_eager=True, max_images=2, max_model_len=4096, **PIXELS)
+        print(f"figure: {name}: vLLM engine started in {gen.build_seconds:.1f} s")
+        return load_model(path, device="cpu", dtype="fp32", **PIXELS), gen
 
-    return get
+    def close(value):
+        value[1].llm.llm_engine.engine_core.shutdown()  # in-process: the model and its KV cache are let go
+
+    current = _Current(build, close)
+    yield current
+    if current.value is not None:
+        close(current.value)
 
 
-@pytest.mark.parametrize("name,n_images", [(f, n) for f, m, n in _cases() if f in GREEDY and m == "think" and n != 1])
-def test_greedy_ids_on_vllm_equal_transformers(family_models, engines, chart_image, name, n_images):
+@pytest.mark.parametrize("name,n_images", [(f, n) for f, m, n in _cases() if f not in NOT_GREEDY_HERE and m == "think" and n != 1])
+def test_greedy_ids_on_vllm_equal_transformers(engines, chart_image, name, n_images):
     """A Think first stage, text only and with two images, up to 16 greedy tokens, fp32 random weights on both sides."""
     from mai.generation import HFGenerator, Request
 
-    lm, _, _ = family_models(name)
-    gen = engines(name)
+    lm, gen = engines(name)
     images = _images(lm, n_images, chart_image)
     request = Request(QUESTION, images, "think", POST, max_new_tokens=16, keep_cache=True)
     hf = HFGenerator(lm)
