@@ -8,8 +8,12 @@ Everything else here (prompt ids, sampling fields, the dummy checkpoint director
 is tested on a machine without vLLM.
 
 - Prompts. The same chat template as the transformers backend (mai.prompts), submitted as token ids with
-  one <|image_pad|> per image (vLLM's processor expands it, as the transformers processor does) and the
-  PIL images in multi_modal_data. Prefix caching is on.
+  the placeholders the family's template writes, one per image (Qwen-VL: <|vision_start|><|image_pad|>
+  <|vision_end|>; Gemma 3: <start_of_image>), and the PIL images in multi_modal_data: vLLM's multimodal
+  processor expands each placeholder as the transformers processor does, so no family needs a prompt format
+  of its own (tests/test_vllm_engine_families.py: the same ids on both, for every family vLLM serves).
+  Families that size images with qwen_vl_utils get the run's pixel bounds as processor kwargs; the others
+  keep their processor's sizing. Prefix caching is on.
 - Greedy. SamplingParams(temperature=0, max_tokens, min_tokens, stop_token_ids = the eos ids, neutral
   penalties); a checkpoint's generation_config.json sampling defaults are ignored (generation_config=
   "vllm"), as the transformers backend builds its GenerationConfig from scratch.
@@ -180,7 +184,7 @@ class VLLMGenerator:
     def __init__(self, spec: str, *, tensor_parallel_size: int = 1, dtype: str = "auto", seed: int = 0,
                  gpu_memory_utilization: float = 0.45, max_model_len: int | None = 16384,
                  enforce_eager: bool = False, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS,
-                 max_images: int = 1, hf_device: str = "auto"):
+                 max_images: int = 1, hf_device: str = "auto", start_engine: bool = True):
         from mai import hub
         from mai.models import checkpoint_family, is_local_or_hub_id, load_processor
 
@@ -221,12 +225,17 @@ class VLLMGenerator:
             enforce_eager=enforce_eager, generation_config="vllm", disable_log_stats=False)
         if self.random_weights:  # the image bounds are in the written preprocessor_config.json
             self.engine_args["load_format"] = "dummy"
-        else:  # the checkpoint's own bounds are not lmms-eval's: resize images as the transformers backend does
+        elif self.family.resize_factor is not None:
+            # A checkpoint's own bounds are not lmms-eval's: its processor gets the run's, as the transformers
+            # backend's does (mai.models.load_processor). Families sized by their processor (SigLIP's fixed
+            # size, anyres tiles) keep the checkpoint's: a Qwen-style `size` would replace Gemma 3's 896 x 896.
             size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
             self.engine_args["mm_processor_kwargs"] = {"size": size}
-        t0 = time.perf_counter()
-        self.llm = vllm.LLM(**self.engine_args)
-        self.build_seconds = time.perf_counter() - t0
+        self.llm, self._renderer, self.build_seconds = None, None, 0.0
+        if start_engine:  # start_engine=False: prompts only (processed_prompt_ids), no weights, no workers
+            t0 = time.perf_counter()
+            self.llm = vllm.LLM(**self.engine_args)
+            self.build_seconds = time.perf_counter() - t0
         self._SamplingParams = vllm.SamplingParams
         self._warned = False
 
@@ -253,6 +262,35 @@ class VLLMGenerator:
                 done.append(what)
         return done
 
+    # -- what vLLM's processor makes of the prompts ------------------------------------------------------
+
+    def processed_prompt_ids(self, requests: list[Request]) -> list[list[int]]:
+        """The token ids vLLM's input processing gives the prompts this generator submits (image placeholders
+        expanded by the model's multimodal processor), without generating: LLM.generate's own path
+        (parse_model_prompt, then the renderer's render_cmpl; vllm 0.30.0 entrypoints/offline_utils.py
+        _preprocess_cmpl). Without an engine, a renderer is built from the engine's config alone: it reads
+        the config, tokenizer and processor files, never the weights."""
+        from vllm.renderers.inputs.preprocess import parse_model_prompt
+
+        if not requests:
+            return []
+        renderer = self.renderer()
+        prompts_ = [build_prompt(self.processor, r, self.thinking, self.family)[0] for r in requests]
+        processed = renderer.render_cmpl([parse_model_prompt(renderer.model_config, p) for p in prompts_])
+        return [list(p["prompt_token_ids"]) for p in processed]
+
+    def renderer(self):
+        """vLLM's renderer (tokenizer and multimodal processor) of this model: the engine's, or without one, built
+        from the engine's config on first use."""
+        if self.llm is not None:
+            return self.llm.renderer
+        if self._renderer is None:
+            from vllm.engine.arg_utils import EngineArgs
+            from vllm.renderers import renderer_from_config
+
+            self._renderer = renderer_from_config(EngineArgs(**self.engine_args).create_engine_config())
+        return self._renderer
+
     # -- generation ------------------------------------------------------------------------------------
 
     def generate(self, request: Request) -> Result:
@@ -263,6 +301,8 @@ class VLLMGenerator:
         return self._run(list(requests), batch=True) if requests else []
 
     def _run(self, requests: list[Request], batch: bool) -> list[Result]:
+        if self.llm is None:
+            raise MaiError("this VLLMGenerator was built with start_engine=False: it processes prompts only")
         built = [build_prompt(self.processor, r, self.thinking, self.family) for r in requests]
         params = [self._SamplingParams(**sampling_fields(r, self.eos_token_ids)) for r in requests]
         t0 = time.perf_counter()

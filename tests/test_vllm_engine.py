@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-for key, value in dict(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_OMP_THREADS_BIND="nobind", VLLM_CPU_KVCACHE_SPACE="1",
-                       VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", VLLM_LOGGING_LEVEL="WARNING").items():
-    os.environ.setdefault(key, value)  # read when vLLM is imported and when an engine starts
+from conftest import use_vllm_cpu_engine_settings
+
+use_vllm_cpu_engine_settings()
 
 pytestmark = pytest.mark.vllm_engine
 

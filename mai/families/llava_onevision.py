@@ -102,4 +102,8 @@ LLAVA_ONEVISION = register(Family(
     vision_inputs=("pixel_values", "image_sizes"), system_prompt=None,
     tokenizer_source="Qwen2-Instruct's + <image>, <video> (Qwen3's files; mai.tokenizer_sources)",
     image_text_processor=_processor_class,
+    # vLLM 0.30's llava_onevision imports its llava and pixtral modules, and pixtral imports PixtralRotaryEmbedding,
+    # which transformers 5.24 renamed (PixtralVisionRotaryEmbedding; vllm-project/vllm#56496): the architecture
+    # fails vLLM's inspection, so vLLM cannot serve this family beside transformers 5.24.
+    vllm=False,
 ))
