@@ -152,7 +152,7 @@ def check_names(args: argparse.Namespace) -> None:
     """Benchmarks, models and prompt modes that exist."""
     from mai import families
     from mai.benchmarks import get_benchmark
-    from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id
+    from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id, model_label
 
     architectures = families.architectures()
     for name in args.benchmarks:
@@ -166,6 +166,10 @@ def check_names(args: argparse.Namespace) -> None:
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
                                f"a local checkpoint directory, or a random-weight architecture: "
                                f"{', '.join(architectures)}")
+    small, large = getattr(args, "small", None), getattr(args, "large", None)
+    if small and large and model_label(small) == model_label(large):  # results, costs and tables key on it
+        raise MaiError(f"the small and the large model would both be labelled '{model_label(small)}' ({small}, "
+                       f"{large}); give them names that differ (e.g. link one directory under another name)")
     modes = getattr(args, "modes", None)
     if modes is not None and (not modes or set(modes) - set(MODES)):
         raise MaiError(f"--modes wants a comma-separated subset of {', '.join(MODES)}, got '{','.join(modes)}'")

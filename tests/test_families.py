@@ -203,6 +203,20 @@ def test_models_flag_names_the_pair_of_any_two_checkpoints():
     assert (args.small, args.large) == ("tiny-qwen3", "tiny-large")
 
 
+def test_a_pair_whose_labels_collide_stops_in_one_line(tmp_path):
+    from mai import MaiError, cli
+
+    presets = {"cpu": cli.Preset(["tiny-small", "tiny-large"], ["synth-pope"], limit=1,
+                                 extra=dict(small="tiny-small", large="tiny-large"))}
+    p = cli.parser("doc", presets)
+    cli.add_cascade_flags(p)
+    for sub in ("a", "b"):  # two directories of one name: every table would mix the two models' rows
+        (tmp_path / sub / "internvl").mkdir(parents=True)
+    pair = f"{tmp_path / 'a' / 'internvl'},{tmp_path / 'b' / 'internvl'}"
+    with pytest.raises(MaiError, match="both be labelled 'internvl'"):
+        cli.parse(p, presets, ["--preset", "cpu", "--models", pair])
+
+
 def test_speculative_decoding_needs_one_tokenizer_in_one_line(models):
     from mai.speculative import SpeculativeGenerator
 
