@@ -104,3 +104,27 @@ def test_an_image_task_for_a_text_only_pair_stops_with_one_line(tmp_path):
     assert str(err.value) == ("mai_local_pope: doc 0 has images, but tiny-qwen3 is text-only; give a text-only "
                               "task (no doc_to_visual) or a vision-language pair")
     assert not (tmp_path / "runs" / "lmms_eval" / "img").exists()  # no run directory, no rows
+
+
+def test_mai_single_asks_a_text_only_task_as_the_model_is_asked_directly(tmp_path):
+    """mai-single (Table 7's S baseline) on the text-only task: each scored answer is the model's own
+    Simple answer to the question with no image."""
+    from lmms_eval.evaluator import simple_evaluate
+    from lmms_eval.tasks import TaskManager
+
+    from mai.generation import Request
+
+    generator = HFGenerator(load_model("tiny-qwen3", device="cpu", dtype="float32"), 0)
+    direct = [generator.generate(Request(q, [], "simple", "", MAX_NEW)).text for q, _ in TEXT_QUESTIONS[:2]]
+    name = write_text_task(tmp_path / "tasks", n=3)
+    manager = TaskManager(include_path=str(tmp_path / "tasks"), include_defaults=False, model_name="mai-single")
+    out = simple_evaluate(model="mai-single", model_args=model_args(model="tiny-qwen3", device="cpu", dtype="float32",
+                                                                    out=tmp_path / "runs", run_name="single"),
+                          tasks=[name], task_manager=manager, limit=2, log_samples=True)
+    rows = sorted(read_rows(tmp_path / "runs" / "lmms_eval" / "single"), key=lambda r: r["doc_id"])
+    assert [(r["model"], r["mode"], r["prediction"]) for r in rows] == [("tiny-qwen3", "simple", t) for t in direct]
+    samples = sorted(out["samples"][name], key=lambda s: s["doc_id"])
+    returned = [metrics.strip_reasoning_tags(t) for t in direct]
+    assert [s["filtered_resps"] for s in samples] == [[t] for t in returned]
+    score = sum(exact_match(p, r) for p, (_, r) in zip(returned, TEXT_QUESTIONS)) / 2
+    assert out["results"][name]["exact_match,none"] == pytest.approx(score, abs=1e-12)
