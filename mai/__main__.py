@@ -1,34 +1,66 @@
-"""Ask MAI one question about an image and see which route the cascade took.
+"""Ask MAI one question, about images or text alone, and see which route the cascade took.
 
     python -m mai answer --image chart.png --question "Which year had the highest sales?"
     python -m mai answer --image chart.png --question "..." --transfer sparse --sparse-layer 12 --delta 0.8
     python -m mai answer --preset cpu --image chart.png --question "..."   # tiny random models, CPU
+    python -m mai answer --preset cpu-text --question "Is a tomato a fruit?"   # text only, tiny random models
+    python -m mai answer --preset cpu-real --question "..."   # text only: Qwen2.5-Coder 0.5B + 1.5B, CPU
+
+Without --image the question is text only: every pair takes one (a vision-language model is then asked
+with no image part). An --image given to a text-only model is refused, not dropped: the model could not
+see it, and its answer would seem to be about the image.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from mai import MaiError, cli
 
+# preset -> (small, large, think tokens, max pixels)
 PRESETS = {"paper": (cli.PAPER_MODELS[0], cli.PAPER_MODELS[2], 1024, None),
-           "cpu": ("tiny-small", "tiny-large", 32, 128 * 128)}
+           "cpu": ("tiny-small", "tiny-large", 32, 128 * 128),
+           "cpu-text": ("tiny-qwen3", "tiny-smollm2", 32, None),
+           # The real instruction-tuned text pair of issue 23 (converted from its GGUF files).
+           "cpu-real": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", 256, None)}
+
+
+def family_of(spec: str):
+    """The family of a model spec read without its weights (an architecture name, or a local checkpoint
+    directory's config.json); None when that needs more (a hub id): it is checked again once loaded."""
+    from mai import families
+    from mai.models import checkpoint_family
+
+    family = families.by_architecture(spec)
+    if family is None and (Path(spec) / "config.json").is_file():
+        family = checkpoint_family(spec)
+    return family
+
+
+def check_sees_images(role: str, spec: str, family, n_images: int) -> None:
+    if n_images and family is not None and not family.multimodal:
+        raise MaiError(f"--image given, but the {role} model {spec} is text-only ({family.name}) and cannot see "
+                       "images; ask without --image, or choose a vision-language pair")
 
 
 def answer(argv=None) -> None:
     from PIL import Image
 
-    from mai.cascade import Cascade
     from mai.benchmarks import get_benchmark
+    from mai.cascade import Cascade
     from mai.generation import HFGenerator
 
-    p = argparse.ArgumentParser(prog="python -m mai answer", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--image", required=True, action="append", help="image file (repeat for several)")
+    p = cli._Parser(prog="python -m mai answer", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--image", action="append", default=[],
+                   help="image file (repeat for several); none: a text-only question")
     p.add_argument("--question", required=True)
     p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                   help="paper: Qwen3-VL 2B + 8B from the hub; cpu: tiny random-weight models")
+                   help="paper: Qwen3-VL 2B + 8B from the hub; cpu: tiny random-weight Qwen3-VL models; cpu-text: "
+                        "tiny random-weight text models (Qwen3, SmolLM2); cpu-real: Qwen2.5-Coder 0.5B + 1.5B "
+                        "Instruct, real weights, text only")
     p.add_argument("--benchmark", default="chartqa",
                    help="whose post-prompt and answer matcher to use (default: chartqa)")
     p.add_argument("--device", default="auto")
@@ -43,18 +75,22 @@ def answer(argv=None) -> None:
     args.small, args.large = args.small or small_spec, args.large or large_spec
     args.think_tokens = args.think_tokens or think
     args.max_pixels = args.max_pixels or max_pixels
+    if not args.question.strip():
+        raise MaiError("--question is empty")
     bench = get_benchmark(args.benchmark)
+    for role, spec in (("small", args.small), ("large", args.large)):  # before any image or weight is read
+        check_sees_images(role, spec, family_of(spec), len(args.image))
     images = []
     for path in args.image:
         try:
             images.append(Image.open(path).convert("RGB"))
         except OSError as err:
             raise MaiError(f"cannot read image {path}: {err}") from None
-    if not args.question.strip():
-        raise MaiError("--question is empty")
     config = cli.cascade_config(args)
     small = HFGenerator(cli.load(args.small, args), args.seed)
     large = HFGenerator(cli.load(args.large, args), args.seed)
+    for role, gen in (("small", small), ("large", large)):  # a hub id's family is known only now
+        check_sees_images(role, gen.loaded.spec, gen.loaded.family, len(images))
     cli.check_sparse_layer(config, small.loaded)
     cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
     simple_tokens = min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)
@@ -65,6 +101,7 @@ def answer(argv=None) -> None:
     random = [m.label for m in (small.loaded, large.loaded) if m.random_weights]
     if random:
         print(f"(random weights: {', '.join(random)}; the answer means nothing, the route and costs are real)")
+    print(f"question: {'text only' if not images else f'{len(images)} image(s)'}")
     print(f"answer: {trace.answer}\nroute:  {trace.route}")
     print(f"{'model':<14}{'mode':<10}{'in':>7}{'out':>6}{'prefill s':>11}{'decode s':>10}{'total s':>9}  answer")
     for c in trace.calls:
@@ -74,8 +111,6 @@ def answer(argv=None) -> None:
     t = trace.totals()
     extra = f", kept {trace.kept_tokens}/{trace.reasoning_tokens} reasoning tokens" if trace.kept_tokens else ""
     print(f"total: {t['latency']:.3f} s; large model output tokens {t['large_output_tokens']}{extra}")
-
-
 COMMANDS = {"answer": answer}
 
 

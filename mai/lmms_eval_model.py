@@ -1,4 +1,5 @@
-"""MAI as an lmms-eval model: `lmms-eval --model mai` runs the cascade on any lmms-eval task.
+"""MAI as an lmms-eval model: `lmms-eval --model mai` runs the cascade on any lmms-eval generate_until task,
+with images or text only.
 
     lmms-eval --model mai --tasks chartqa --model_args small=Qwen/Qwen3-VL-2B-Instruct,\
 large=Qwen/Qwen3-VL-8B-Instruct,verify=answer,transfer=sparse,sparse_layer=12,delta=0.8
@@ -18,7 +19,10 @@ S and R baselines of Table 7).
 How requests become cascade queries. A simple-style model receives every request of a run in one
 ``generate_until`` call, each as (context, gen_kwargs, doc_to_visual, doc_id, task, split)
 (lmms_eval/api/task.py ``construct_requests``). The images are
-``doc_to_visual(self.task_dict[task][split][doc_id])``. The context is the task's
+``doc_to_visual(self.task_dict[task][split][doc_id])``; a text-only task (no doc_to_visual) gives none, and its
+questions are asked without images, of any pair (text-only or vision-language). Images for a text-only
+model stop the run with one line before any request runs (``check_text_only``): dropped, they would leave
+lmms-eval scoring answers as if the model had seen them. The context is the task's
 ``doc_to_text``: pre-prompt, question, post-prompt; it is the Simple prompt as it stands. The Think
 prompt leaves the post-prompt out (mai.prompts says why): ``doc_to_visual`` is the task's bound method,
 so the task's own ``lmms_eval_specific_kwargs["post_prompt"]`` is read off it and cut from the end of the
@@ -265,18 +269,20 @@ class Item:
     until: list[str]
     benchmark: str | None
 
+    def visuals(self) -> list:
+        """What the task's doc_to_visual gives: [] for a text-only task (lmms-eval 0.7.3's Task.doc_to_visual
+        returns the config's None when the task sets none, lmms_eval/api/task.py)."""
+        return self.doc_to_visual(self.doc) or []
+
     def images(self) -> list:
-        """The task's images, RGB; a task with video or no image stops with one line."""
+        """The task's images, RGB ([]: a text-only question); a task with video or audio stops with one line."""
         from PIL import Image
 
-        visuals = self.doc_to_visual(self.doc) or []
         out = []
-        for v in visuals:
+        for v in self.visuals():
             if not isinstance(v, Image.Image):
                 raise MaiError(f"{self.task}: MAI takes images; doc {self.doc_id} gives a {type(v).__name__}")
             out.append(v.convert("RGB"))
-        if not out:
-            raise MaiError(f"{self.task}: doc {self.doc_id} has no image")
         return out
 
 
@@ -294,6 +300,19 @@ def items_of(requests, task_dict: dict, simple_cap: int | None) -> list[Item]:
         out.append(Item(task_name, split, doc_id, task_dict[task_name][split][doc_id], doc_to_visual, context,
                         question, post, max_new, stop_strings(gen_kwargs), benchmark_of(task_name, task)))
     return out
+
+
+def check_text_only(items: list[Item], generators: list) -> None:
+    """A task with images for a text-only model stops the run with one line, before any request runs: the
+    model could not see them, and lmms-eval would score its answers as if it had."""
+    blind = [g.loaded.label for g in generators if not g.loaded.family.multimodal]
+    if not blind:
+        return
+    for item in items:
+        if item.visuals():
+            raise MaiError(f"{item.task}: doc {item.doc_id} has images, but {', '.join(blind)} "
+                           f"{'is' if len(blind) == 1 else 'are'} text-only; give a text-only task "
+                           "(no doc_to_visual) or a vision-language pair")
 
 
 def by_task(items: list[Item]) -> dict[str, list[int]]:
@@ -397,6 +416,7 @@ def _build_classes() -> dict:
             rows are written as each chunk completes; a chunk that raises is rerun one request at a time
             and a request that still fails becomes an error row and an empty answer."""
             items = items_of(requests, self.task_dict, self.args["simple_tokens"])
+            check_text_only(items, self.generators())
             if self.store is None:
                 agreement = {t: self.agreement(items[ix[0]]).describe for t, ix in by_task(items).items()}
                 self.store = open_store(self.args, self.system, dict(self.run_config(), tasks=sorted(agreement),
@@ -422,6 +442,9 @@ def _build_classes() -> dict:
         def agreement(self, item: Item) -> Agreement:
             raise NotImplementedError
 
+        def generators(self) -> list:
+            raise NotImplementedError
+
     class MAI(_Base):
         """The MAI cascade (mai.cascade) as an lmms-eval simple model; see the module doc."""
 
@@ -444,6 +467,9 @@ def _build_classes() -> dict:
 
         def run_config(self) -> dict:
             return dict(cascade=self.config.to_dict())
+
+        def generators(self) -> list:
+            return [self.small, self.large]
 
         def agreement(self, item: Item) -> Agreement:
             return agreement_for(item.benchmark, task_metrics(task_of(item.doc_to_visual)), self.args["agree"])
@@ -485,6 +511,9 @@ def _build_classes() -> dict:
 
         def run_config(self) -> dict:
             return dict(mode=self.args["mode"])
+
+        def generators(self) -> list:
+            return [self.generator]
 
         def agreement(self, item: Item) -> Agreement:
             return Agreement(Matcher, "none (one model)")

@@ -130,3 +130,52 @@ def write_unknown_task(directory: Path, n: int = 2, name: str = "mai_local_unkno
         f"include: {include}\ntask: {name}\ndoc_to_text: question\ndataset_path: parquet\n"
         f"dataset_kwargs:\n  data_files:\n    test: {parquet}\n")
     return name
+
+
+# Text-only questions in the style of BIG-bench's object_counting (numeric answers), written here: none of
+# BIG-bench's own rows, which tests must not need.
+TEXT_QUESTIONS = (
+    ("I have a chair, two potatoes, a cauliflower, a lettuce head, two tables, a cabbage, two onions, and three "
+     "fridges. How many vegetables do I have?", "7"),
+    ("I have a flute, a piano, a trombone, four stoves, a violin, an accordion, a clarinet, a drum, two lamps, and "
+     "a trumpet. How many musical instruments do I have?", "8"),
+    ("I have a peach, an orange, a car, and two apples. How many fruits do I have?", "4"),
+)
+
+
+def write_text_task(directory: Path, n: int = 3, answers: dict | None = None, name: str = "mai_local_text") -> str:
+    """A text-only generate_until task: no doc_to_visual (lmms-eval then hands the model no visuals), the
+    question column as the prompt, exact match (lmms-eval's own, ignoring case and punctuation) on the answer
+    column. lmms-eval 0.7.3 ships text-only generate_until tasks (gsm8k, ...), but each reads the hub and
+    scores through regex filters that find nothing in a random-weight model's text; this one reads a local
+    parquet file and scores the returned text itself. answers: {doc index: answer} replaces answers.
+    Returns the task's name."""
+    import datasets
+
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = dict(question=[TEXT_QUESTIONS[i % len(TEXT_QUESTIONS)][0] for i in range(n)],
+                answer=[TEXT_QUESTIONS[i % len(TEXT_QUESTIONS)][1] for i in range(n)])
+    for i, answer in (answers or {}).items():
+        rows["answer"][i] = answer
+    parquet = directory / f"{name}.parquet"
+    datasets.Dataset.from_dict(rows).to_parquet(str(parquet))
+    (directory / f"{name}.yaml").write_text(
+        f"task: {name}\n"
+        "dataset_path: parquet\n"
+        "dataset_kwargs:\n"
+        "  data_files:\n"
+        f"    test: {parquet}\n"
+        "test_split: test\n"
+        "output_type: generate_until\n"
+        "doc_to_text: question\n"
+        "doc_to_target: answer\n"
+        "generation_kwargs:\n"
+        "  max_new_tokens: 8\n"
+        "  do_sample: false\n"
+        "metric_list:\n"
+        "  - metric: exact_match\n"
+        "    aggregation: mean\n"
+        "    higher_is_better: true\n"
+        "    ignore_case: true\n"
+        "    ignore_punctuation: true\n")
+    return name

@@ -33,7 +33,11 @@ N_DOCS = 4
 # Tiny models, short outputs, 64x64 images (4 image tokens): seconds per stage on a CPU.
 TINY = dict(small="tiny-small", large="tiny-large", transfer="sparse", sparse_layer=1, delta=0.8, simple_tokens=3,
             think_tokens=6, answer_tokens=3, device="cpu", dtype="float32", min_pixels=4096, max_pixels=4096)
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled"}
+REPO = Path(__file__).resolve().parent.parent
+# PYTHONPATH: the lmms-eval command imports the `mai` of this checkout, not the one `pip install -e .` named
+# (setuptools' editable finder comes after the path entries on sys.meta_path).
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
+       "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
 
 
 def model_args(**kw) -> str:
