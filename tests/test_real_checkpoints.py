@@ -194,6 +194,13 @@ def test_the_real_pair_loads_and_answers(tmp_path):
         path.unlink()
         lm = load_model(spec, device="cpu", dtype="fp32")
         assert lm.family.name == "qwen2" and not lm.random_weights and lm.label == spec.rsplit("-", 1)[1].upper()
+        # The offline Qwen2.5 tokenizer of the random-weight shapes encodes as the real one does.
+        offline = lm.family.offline_processor()
+        text = lm.tokenizer.apply_chat_template([{"role": "user", "content": "Count: 3 apples, 2 pears. <|im_end|>"}],
+                                                add_generation_prompt=True, tokenize=False)
+        assert text == offline.apply_chat_template([{"role": "user", "content": "Count: 3 apples, 2 pears. <|im_end|>"}],
+                                                   add_generation_prompt=True, tokenize=False)
+        assert lm.tokenizer(text)["input_ids"] == offline(text)["input_ids"]
         out = HFGenerator(lm).generate(Request("What is 7 + 5? Answer with the number only.", images=[],
                                                mode="simple", max_new_tokens=8))
         assert "12" in out.text, (spec, out.text)
