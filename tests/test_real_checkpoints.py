@@ -121,6 +121,12 @@ def test_the_real_pair_is_recorded_as_read_from_the_files():
         last = ck.size - ck.part_size * (ck.parts - 1)
         assert 0 < last <= ck.part_size, spec
         assert ck.architecture == "qwen2" and len(ck.sha256) == 64
+    import torch
+
+    from mai.models import resolve_dtype
+
+    assert resolve_dtype(real_checkpoints.REAL_DTYPE, torch.device("cpu")) in (torch.bfloat16, torch.float32)
+    assert real_checkpoints.REAL_THREADS >= 1
 
 
 @pytest.fixture
@@ -196,10 +202,9 @@ def test_the_real_pair_loads_and_answers(tmp_path):
         assert lm.family.name == "qwen2" and not lm.random_weights and lm.label == spec.rsplit("-", 1)[1].upper()
         # The offline Qwen2.5 tokenizer of the random-weight shapes encodes as the real one does.
         offline = lm.family.offline_processor()
-        text = lm.tokenizer.apply_chat_template([{"role": "user", "content": "Count: 3 apples, 2 pears. <|im_end|>"}],
-                                                add_generation_prompt=True, tokenize=False)
-        assert text == offline.apply_chat_template([{"role": "user", "content": "Count: 3 apples, 2 pears. <|im_end|>"}],
-                                                   add_generation_prompt=True, tokenize=False)
+        chat = [{"role": "user", "content": "Count: 3 apples, 2 pears. <|im_end|>"}]
+        text = lm.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        assert text == offline.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
         assert lm.tokenizer(text)["input_ids"] == offline(text)["input_ids"]
         out = HFGenerator(lm).generate(Request("What is 7 + 5? Answer with the number only.", images=[],
                                                mode="simple", max_new_tokens=8))
