@@ -83,12 +83,12 @@ def yes_no(response: str) -> str:
     return regex_filter(YES_NO_PATTERN, response)
 
 
-_NUMBER_WORDS = {w: k for k, w in enumerate(
+NUMBER_WORDS = {w: k for k, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen".split())}
-_NUMBER_WORDS.update({w: 10 * k for k, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(),
+NUMBER_WORDS.update({w: 10 * k for k, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(),
                                                         start=2)})
-_NUMBER_WORDS.update(hundred=100, thousand=1000, million=10**6, billion=10**9)
+NUMBER_WORDS.update(hundred=100, thousand=1000, million=10**6, billion=10**9)
 
 
 def _formation(values: list[int]) -> int:
@@ -105,7 +105,7 @@ def _formation(values: list[int]) -> int:
 def word_to_num(phrase: str) -> int:
     """word2number 1.1's ``w2n.word_to_num`` for the phrases the English pattern matches (number words,
     spaces, commas, "and", "&"; no "point"): ValueError where it raises."""
-    words = [w for w in phrase.replace("-", " ").lower().split() if w in _NUMBER_WORDS]
+    words = [w for w in phrase.replace("-", " ").lower().split() if w in NUMBER_WORDS]
     if not words:
         raise ValueError("no valid number words")
     scales = ("billion", "million", "thousand")
@@ -115,7 +115,7 @@ def word_to_num(phrase: str) -> int:
     b, m, t = at["billion"], at["million"], at["thousand"]
     if (t > -1 and (t < m or t < b)) or (m > -1 and m < b):
         raise ValueError("malformed number")
-    values = [_NUMBER_WORDS[w] for w in words]
+    values = [NUMBER_WORDS[w] for w in words]
     if len(values) == 1:
         return values[0]
     total = 0

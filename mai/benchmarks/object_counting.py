@@ -18,21 +18,29 @@ from __future__ import annotations
 
 from mai.answers import Matcher
 from mai.benchmarks import register
-from mai.benchmarks._bbh import FALLBACK, BBHScoring, BigBenchBenchmark, number
+from mai.benchmarks._bbh import FALLBACK, NUMBER_WORDS, BBHScoring, BigBenchBenchmark, number, word_to_num
 from mai.data import Example
 
 POST_PROMPT = "\nAnswer with only the number."
 
 
 class CountMatcher(Matcher):
-    """The count each answer gives, read as the reference reads it (first digits, else English number
-    words), and equal ("7" and "7 objects" agree; "7" and "8" do not). Strict: normalised exact match."""
+    """The count each answer gives, equal ("7", "seven" and "7 objects" agree; "7" and "8" do not): an
+    answer of number words only is that number (word2number's reading), any other the first number the
+    reference's filter reads off it. Unlike that filter, a lone "seven" is 7 here: which model says "7" and
+    which "seven" must not decide a route. Strict: normalised exact match."""
 
-    summary = "same count (first number, as lm-eval's BBH number filter reads it)"
+    summary = "same count (number words, else the first number as lm-eval's BBH number filter reads it)"
 
     def reduce(self, answer: str) -> str:
         if self.rule == "strict":
             return answer
+        words = answer.replace("-", " ").lower().split()
+        if words and all(w in NUMBER_WORDS or w == "and" for w in words) and any(w in NUMBER_WORDS for w in words):
+            try:
+                return str(word_to_num(answer))
+            except ValueError:
+                return ""
         found = number(answer)
         return "" if found == FALLBACK else found
 
