@@ -167,17 +167,30 @@ def test_unreadable_archive_and_failed_download_leave_nothing(cache, tmp_path, m
     assert _one_line(err).startswith(f"cannot read {broken} (")
     assert _listing(cache) == []
 
-    class Done:
-        returncode, stdout, stderr = 1, "", "ERROR: Could not find a version that satisfies the requirement\n" \
-                                            "ERROR: No matching distribution found for bigbench==1.0.0\n"
-
     monkeypatch.setattr(_bigbench, "download", REAL_DOWNLOAD)
-    monkeypatch.setattr(_bigbench.subprocess, "run", lambda *a, **k: Done())  # pip cannot reach PyPI here
+    monkeypatch.setattr(_bigbench, "SDIST_URL", (tmp_path / "absent.tar.gz").as_uri())
     with pytest.raises(MaiEnvironmentError) as err:
         _bigbench.fetch(["strategyqa"])
-    assert _one_line(err) == ("pip could not download bigbench==1.0.0 (ERROR: No matching distribution found for "
-                              "bigbench==1.0.0); it needs PyPI, or pass a copy of bigbench-1.0.0.tar.gz with --sdist")
+    assert _one_line(err).startswith("cannot download bigbench-1.0.0.tar.gz from PyPI (")
+    assert _one_line(err).endswith("pass a copy of it: python -m mai.benchmarks._bigbench --sdist PATH")
     assert _listing(cache) == []
+
+
+def test_download_checks_the_archive_sha256(cache, sdist, monkeypatch):
+    """The real download, from a file:// address standing for PyPI's: a file of another sha256 is refused."""
+    import hashlib
+
+    monkeypatch.setattr(_bigbench, "download", REAL_DOWNLOAD)
+    monkeypatch.setattr(_bigbench, "SDIST_URL", sdist.as_uri())
+    with pytest.raises(MaiEnvironmentError) as err:
+        _bigbench.fetch(["strategyqa"])
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert _one_line(err) == (f"bigbench-1.0.0.tar.gz from {sdist.as_uri()} has sha256 {digest}, not "
+                              f"bigbench==1.0.0's {_bigbench.SDIST_SHA256}: download it again")
+    assert _listing(cache) == []
+    monkeypatch.setattr(_bigbench, "SDIST_SHA256", digest)
+    _bigbench.fetch(["strategyqa"])
+    assert (cache / "strategyqa" / "task.json").read_bytes() == task_bytes("strategyqa")
 
 
 def test_a_task_file_that_is_not_a_task_is_refused(cache, tmp_path):

@@ -1,9 +1,12 @@
 """BIG-bench's task files (Srivastava et al. 2022, "Beyond the Imitation Game"), fetched once, without the hub.
 
 The task files ship in PyPI's ``bigbench`` 1.0.0, a 358 MB source archive that is never installed here
-(it pulls tensorflow): ``fetch`` has pip download it (``pip download --no-deps``; pip's cache makes a
-second download fast), reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json``
-members out of it, and writes each to ``<cache>/bigbench/<task>/task.json`` with a ``mai_source.json``
+(it pulls tensorflow). pip cannot fetch it: pip 26.3 builds an sdist's metadata even for ``pip download
+--no-deps``, and then refuses this one, whose setup.py requires ``bleurt @ file://...`` ("Distributions from
+PyPI cannot declare direct URL dependencies", pip/_internal/metadata/direct_references.py). So ``fetch``
+downloads the file pip resolves for bigbench==1.0.0 from PyPI itself (``SDIST_URL``), checks its sha256,
+reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json`` members out of it in a
+temporary folder (deleted after), and writes each to ``<cache>/bigbench/<task>/task.json`` with a ``mai_source.json``
 beside it (package, archive and its sha256, member path, the file's sha256). Cache root: $MAI_CACHE, else
 ~/.cache/mai. Every task is checked before anything is written, and each folder is built under a
 temporary name beside it and renamed into place, so a failed fetch leaves nothing half-written.
@@ -17,10 +20,10 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from mai import MaiEnvironmentError, MaiError
@@ -28,6 +31,11 @@ from mai import MaiEnvironmentError, MaiError
 PACKAGE, VERSION = "bigbench", "1.0.0"
 PIN = f"{PACKAGE}=={VERSION}"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
+# The file pip resolves for bigbench==1.0.0 on PyPI (pip 26.3, `pip download -vv --no-deps bigbench==1.0.0`:
+# "Found link ... (from https://pypi.org/simple/bigbench/)", 358,249,635 bytes), and the sha256 of that file.
+SDIST_URL = ("https://files.pythonhosted.org/packages/95/f8/c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/"
+             + SDIST)
+SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2"
 SOURCE_FILE = "mai_source.json"
 SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
 
@@ -65,16 +73,23 @@ def task_file(task: str) -> Path:
 
 
 def download(directory: Path) -> Path:
-    """bigbench 1.0.0's source archive, downloaded by pip into ``directory`` (no dependencies, not built)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q",
-           "-d", str(directory), PIN]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    sdist = directory / SDIST
-    if done.returncode != 0 or not sdist.is_file():
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise MaiEnvironmentError(f"pip could not download {PIN} ({last}); it needs PyPI, or pass a copy of "
-                                  f"{SDIST} with --sdist")
-    return sdist
+    """bigbench 1.0.0's source archive, downloaded from PyPI into ``directory`` and checked against its
+    sha256; one line when it cannot be (no network, another file)."""
+    target = directory / SDIST
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(SDIST_URL, timeout=60) as response, open(target, "wb") as f:
+            for block in iter(lambda: response.read(1 << 20), b""):
+                digest.update(block)
+                f.write(block)
+    except (OSError, urllib.error.URLError) as err:
+        reason = getattr(err, "reason", None) or err
+        raise MaiEnvironmentError(f"cannot download {SDIST} from PyPI ({reason}); where PyPI is out of reach, "
+                                  f"pass a copy of it: python -m mai.benchmarks._bigbench --sdist PATH") from None
+    if digest.hexdigest() != SDIST_SHA256:
+        raise MaiEnvironmentError(f"{SDIST} from {SDIST_URL} has sha256 {digest.hexdigest()}, not {PIN}'s "
+                                  f"{SDIST_SHA256}: download it again")
+    return target
 
 
 def _sha256_file(path: Path) -> str:
@@ -132,7 +147,7 @@ def _publish(task: str, data: bytes, source: dict) -> Path:
 
 def fetch(tasks, sdist: str | Path | None = None, force: bool = False) -> dict[str, Path]:
     """Cache the task.json of each task (task -> cached path). Tasks already cached from bigbench 1.0.0 are
-    kept unless ``force``; the rest come out of ``sdist`` when given, else out of a fresh pip download."""
+    kept unless ``force``; the rest come out of ``sdist`` when given, else out of a fresh download."""
     tasks = list(dict.fromkeys(tasks))
     todo = [t for t in tasks if force or _recorded(t) is None]
     if todo:
@@ -160,12 +175,15 @@ def main(argv: list[str] | None = None) -> None:
 
     p = argparse.ArgumentParser(prog="python -m mai.benchmarks._bigbench",
                                 description=f"Cache the BIG-bench task files MAI's benchmarks read (from {PIN}).")
-    p.add_argument("--sdist", help=f"a local {SDIST} instead of downloading it with pip")
+    p.add_argument("--sdist", help=f"a local {SDIST} instead of downloading it from PyPI")
     p.add_argument("--force", action="store_true", help="fetch again even when cached")
     p.add_argument("tasks", nargs="*", help="task names (default: those the registered benchmarks read)")
     args = p.parse_args(argv)
 
     def go():
+        tasks = args.tasks or used_tasks()
+        if args.sdist is None and any(_recorded(t) is None for t in tasks):
+            print(f"downloading {SDIST} (358 MB) from PyPI for the BIG-bench task files", flush=True)
         for task, path in fetch(args.tasks or used_tasks(), args.sdist, args.force).items():
             source = json.loads((path.parent / SOURCE_FILE).read_text())
             n = len(json.loads(path.read_text())["examples"])
