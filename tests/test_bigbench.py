@@ -402,3 +402,31 @@ def test_strategyqa_agreement_is_popes():
     m = bench.matcher()
     assert m.agree(m.read("Yes."), m.read("yes")) and m.agree(m.read("No, because"), m.read("no"))
     assert not m.agree(m.read("Yes"), m.read("No")) and not m.agree(m.read("maybe"), m.read("maybe"))
+
+
+def test_text_only_examples_run_through_evaluation(fetched, tmp_path):
+    """A model system over BIG-bench examples: no image is asked for, each row is scored by its benchmark's
+    rules (the generator is a stand-in that answers by the post-prompt: no model is needed for the rows)."""
+    from mai.evaluate import evaluate_model
+    from mai.generation import Result
+    from mai.results import RunStore, read_rows
+
+    answers = {get_benchmark("strategyqa").post_prompt: "Yes.", get_benchmark("object_counting").post_prompt: "3",
+               get_benchmark("date_understanding").post_prompt: "(A)"}
+    seen = []
+
+    def generate(request):
+        seen.append((request.images, request.max_new_tokens))
+        return Result(text=answers[request.post_prompt], input_tokens=5, output_tokens=2,
+                      times=dict(preprocess=0.0, vision=0.0, prefill=0.1, decode=0.1))
+
+    examples = [e for name in TASKS for e in load_benchmark(name)]
+    store = RunStore(tmp_path, "exp", "run", {"models": ["m"]})
+    assert evaluate_model(store, generate, "m", examples, ["simple"], think_tokens=8) == 11
+    rows = {r["example_id"]: r for r in read_rows(store.dir)}
+    assert all(r["error"] is None for r in rows.values()) and all(images == [] for images, _ in seen)
+    assert sorted({n for _, n in seen}) == [128, 256]
+    assert [rows[f"strategyqa-{k}"]["score"] for k in range(4)] == [1.0, 0.0, 0.0, 1.0]  # Yes, No, No, Yes
+    assert [rows[f"object_counting-{k}"]["score"] for k in range(3)] == [1.0, 0.0, 0.0]  # 3, 9, 18
+    for e in examples[7:]:
+        assert rows[e.id]["score"] == (1.0 if e.references == ["(A)"] else 0.0)

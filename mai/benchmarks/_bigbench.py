@@ -32,7 +32,8 @@ PACKAGE, VERSION = "bigbench", "1.0.0"
 PIN = f"{PACKAGE}=={VERSION}"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
 # The file pip resolves for bigbench==1.0.0 on PyPI (pip 26.3, `pip download -vv --no-deps bigbench==1.0.0`:
-# "Found link ... (from https://pypi.org/simple/bigbench/)", 358,249,635 bytes), and the sha256 of that file.
+# "Found link ... (from https://pypi.org/simple/bigbench/)", 358,249,635 bytes), and its sha256 (pip 26.3
+# --require-hashes with another hash: "bigbench==1.0.0 from <this url>: Expected sha256 ... Got 1bb398a5...").
 SDIST_URL = ("https://files.pythonhosted.org/packages/95/f8/c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/"
              + SDIST)
 SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2"
