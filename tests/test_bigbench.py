@@ -154,8 +154,8 @@ def test_fetch_from_a_local_sdist_downloads_nothing(cache, sdist, downloads):
 def test_unknown_task_is_one_line_and_nothing_is_written(cache):
     with pytest.raises(MaiError) as err:
         _bigbench.fetch(["strategyqa", "no_such_task"])
-    assert _one_line(err) == ("bigbench==1.0.0 has no BIG-bench task 'no_such_task' (no "
-                              "bigbench-1.0.0/bigbench/benchmark_tasks/no_such_task/task.json in bigbench-1.0.0.tar.gz)")
+    assert _one_line(err) == ("bigbench==1.0.0 has no BIG-bench task 'no_such_task' (no bigbench-1.0.0/bigbench/"
+                              "benchmark_tasks/no_such_task/task.json in bigbench-1.0.0.tar.gz)")
     assert _listing(cache) == []  # not even the task that exists
 
 
@@ -255,7 +255,8 @@ def test_strategyqa_examples(fetched):
         ("strategyqa-3", "Do hamsters provide food for any animals?", ["Yes"])]
     assert all(e.images == [] and e.benchmark == "strategyqa" for e in ex)
     assert ex[2].meta["explanation"].startswith("No. The density of a raw pear")
-    assert dataset_sources()["strategyqa"] == "bigbench==1.0.0 bigbench-1.0.0/bigbench/benchmark_tasks/strategyqa/task.json"
+    assert dataset_sources()["strategyqa"] == ("bigbench==1.0.0 "
+                                               "bigbench-1.0.0/bigbench/benchmark_tasks/strategyqa/task.json")
 
 
 def test_object_counting_examples(fetched):

@@ -5,9 +5,9 @@ The task files ship in PyPI's ``bigbench`` 1.0.0, a 358 MB source archive that i
 --no-deps``, and then refuses this one, whose setup.py requires ``bleurt @ file://...`` ("Distributions from
 PyPI cannot declare direct URL dependencies", pip/_internal/metadata/direct_references.py). So ``fetch``
 downloads the file pip resolves for bigbench==1.0.0 from PyPI itself (``SDIST_URL``), checks its sha256,
-reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json`` members out of it in a
-temporary folder (deleted after), and writes each to ``<cache>/bigbench/<task>/task.json`` with a ``mai_source.json``
-beside it (package, archive and its sha256, member path, the file's sha256). Cache root: $MAI_CACHE, else
+reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json`` members out of it in
+a temporary folder (deleted after), and writes each to ``<cache>/bigbench/<task>/task.json`` with a
+``mai_source.json`` beside it (package, archive and its sha256, member path, the file's sha256). Cache root: $MAI_CACHE, else
 ~/.cache/mai. Every task is checked before anything is written, and each folder is built under a
 temporary name beside it and renamed into place, so a failed fetch leaves nothing half-written.
 
@@ -34,8 +34,8 @@ SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
 # The file pip resolves for bigbench==1.0.0 on PyPI (pip 26.3, `pip download -vv --no-deps bigbench==1.0.0`:
 # "Found link ... (from https://pypi.org/simple/bigbench/)", 358,249,635 bytes), and its sha256 (pip 26.3
 # --require-hashes with another hash: "bigbench==1.0.0 from <this url>: Expected sha256 ... Got 1bb398a5...").
-SDIST_URL = ("https://files.pythonhosted.org/packages/95/f8/c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/"
-             + SDIST)
+SDIST_URL = ("https://files.pythonhosted.org/packages/95/f8/"
+             f"c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/{SDIST}")
 SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2"
 SOURCE_FILE = "mai_source.json"
 SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
