@@ -37,7 +37,7 @@ if [ "$real" = 1 ]; then
         echo "$want" > "$stamp"
     fi
     .venv/bin/python -m mai.real_checkpoints
-    if [ -f mai/benchmarks/_bigbench.py ]; then .venv/bin/python -m mai.benchmarks._bigbench; fi
+    .venv/bin/python -m mai.benchmarks._bigbench  # BIG-bench task files into the cache (once)
     [ "$vllm_cpu" = 1 ] || exit 0
     lmms=0  # done above; only --vllm-cpu is left
 fi

@@ -1,11 +1,12 @@
 """BIG-bench's task files (Srivastava et al. 2022, "Beyond the Imitation Game"), fetched once, without the hub.
 
 The task files ship in PyPI's ``bigbench`` 1.0.0, a 358 MB source archive that is never installed here
-(it pulls tensorflow). pip cannot fetch it: pip 26.3 builds an sdist's metadata even for ``pip download
---no-deps``, and then refuses this one, whose setup.py requires ``bleurt @ file://...`` ("Distributions from
-PyPI cannot declare direct URL dependencies", pip/_internal/metadata/direct_references.py). So ``fetch``
-downloads the file pip resolves for bigbench==1.0.0 from PyPI itself (``SDIST_URL``), checks its sha256,
-reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json`` members out of it in
+(it pulls tensorflow). The pip that setup.sh installs (26.3) cannot fetch it: it builds an sdist's metadata
+even for ``pip download --no-deps``, and then refuses this one, whose setup.py requires ``bleurt @ file://...``
+("Distributions from PyPI cannot declare direct URL dependencies", pip/_internal/metadata/direct_references.py).
+pip 23.2.1 downloads it by name (measured here), so ``download`` fetches pip 23.2.1's wheel with the
+environment's pip and runs pip from that wheel (a wheel of pip runs as ``python pip-*.whl/pip``), checks the
+archive's sha256, reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json`` members out of it in
 a temporary folder (deleted after), and writes each to ``<cache>/bigbench/<task>/task.json`` with a
 ``mai_source.json`` beside it (package, archive and its sha256, member path, the file's sha256). Cache root: $MAI_CACHE, else
 ~/.cache/mai. Every task is checked before anything is written, and each folder is built under a
@@ -20,10 +21,10 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from mai import MaiEnvironmentError, MaiError
@@ -31,13 +32,11 @@ from mai import MaiEnvironmentError, MaiError
 PACKAGE, VERSION = "bigbench", "1.0.0"
 PIN = f"{PACKAGE}=={VERSION}"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
-# The file pip resolves for bigbench==1.0.0 on PyPI (pip 26.3, `pip download -vv --no-deps bigbench==1.0.0`:
-# "Found link ... (from https://pypi.org/simple/bigbench/)", 358,249,635 bytes), and its sha256 (pip 26.3
-# --require-hashes with another hash: "bigbench==1.0.0 from <this url>: Expected sha256 ... Got 1bb398a5...").
-SDIST_URL = ("https://files.pythonhosted.org/packages/95/f8/"
-             f"c019b3579df548a04cac12342cfcb878e50ddf6cfcd7fddba8cfc721c157/{SDIST}")
+# The archive's sha256, as pip reports it (pip 26.3 --require-hashes with another hash: "Got 1bb398a5...").
 SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2"
 SOURCE_FILE = "mai_source.json"
+# The last pip measured here to download bigbench 1.0.0 (pip 26.3 refuses it: module doc).
+PIP_FOR_SDIST = "pip==23.2.1"
 SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
 
 
@@ -73,23 +72,29 @@ def task_file(task: str) -> Path:
     return cache_dir() / task / "task.json"
 
 
+def _pip_download(directory: Path) -> Path:
+    """bigbench 1.0.0's archive in ``directory``, by name through PyPI with pip 23.2.1 (PIP_FOR_SDIST) run from
+    its own wheel; one line when pip cannot (no network, no such file)."""
+    def pip(*args: str) -> None:
+        done = subprocess.run([*args], capture_output=True, text=True)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise MaiEnvironmentError(f"cannot download {SDIST} with pip ({last}); where PyPI is out of reach, "
+                                      f"pass a copy of it: python -m mai.benchmarks._bigbench --sdist PATH")
+
+    pip(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(directory), PIP_FOR_SDIST)
+    wheel = next(directory.glob("pip-*.whl"))
+    pip(sys.executable, str(wheel / "pip"), "download", "-q", "--no-deps", "-d", str(directory / "sdist"), PIN)
+    return directory / "sdist" / SDIST
+
+
 def download(directory: Path) -> Path:
-    """bigbench 1.0.0's source archive, downloaded from PyPI into ``directory`` and checked against its
-    sha256; one line when it cannot be (no network, another file)."""
-    target = directory / SDIST
-    digest = hashlib.sha256()
-    try:
-        with urllib.request.urlopen(SDIST_URL, timeout=60) as response, open(target, "wb") as f:
-            for block in iter(lambda: response.read(1 << 20), b""):
-                digest.update(block)
-                f.write(block)
-    except (OSError, urllib.error.URLError) as err:
-        reason = getattr(err, "reason", None) or err
-        raise MaiEnvironmentError(f"cannot download {SDIST} from PyPI ({reason}); where PyPI is out of reach, "
-                                  f"pass a copy of it: python -m mai.benchmarks._bigbench --sdist PATH") from None
-    if digest.hexdigest() != SDIST_SHA256:
-        raise MaiEnvironmentError(f"{SDIST} from {SDIST_URL} has sha256 {digest.hexdigest()}, not {PIN}'s "
-                                  f"{SDIST_SHA256}: download it again")
+    """bigbench 1.0.0's source archive, downloaded into ``directory`` and checked against its sha256."""
+    target = _pip_download(directory)
+    digest = _sha256_file(target)
+    if digest != SDIST_SHA256:
+        raise MaiEnvironmentError(f"{SDIST} from PyPI has sha256 {digest}, not {PIN}'s {SDIST_SHA256}: "
+                                  f"download it again")
     return target
 
 
