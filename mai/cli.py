@@ -187,6 +187,7 @@ def check_names(args: argparse.Namespace) -> None:
     from mai import families
     from mai.benchmarks import get_benchmark
     from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id, model_label
+    from mai.real_checkpoints import REAL_PAIR
 
     architectures = families.architectures()
     for name in args.benchmarks:
@@ -196,10 +197,11 @@ def check_names(args: argparse.Namespace) -> None:
         for spec in value if isinstance(value, list) else [value]:
             if spec is None or (flag == "mid" and spec == ""):  # --mid '' skips the middle model
                 continue
-            if not (spec in architectures or spec in TEXT_CHECKPOINTS or is_local_or_hub_id(spec)):
+            if not (spec in architectures or spec in TEXT_CHECKPOINTS or spec in REAL_PAIR
+                    or is_local_or_hub_id(spec)):
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
-                               f"a local checkpoint directory, or a random-weight architecture: "
-                               f"{', '.join(architectures)}")
+                               f"a local checkpoint directory, a real checkpoint ({', '.join(REAL_PAIR)}) "
+                               f"or a random-weight architecture: {', '.join(architectures)}")
     small, large = getattr(args, "small", None), getattr(args, "large", None)
     if small and large and model_label(small) == model_label(large):  # results, costs and tables key on it
         raise MaiError(f"the small and the large model would both be labelled '{model_label(small)}' ({small}, "

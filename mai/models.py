@@ -291,6 +291,13 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
     class and processor of its family (mai.families)."""
     from transformers import GenerationConfig
 
+    from mai import real_checkpoints
+
+    if spec in real_checkpoints.REAL_PAIR:  # a real checkpoint by name: its directory, converted once
+        loaded = load_model(str(real_checkpoints.checkpoint_dir(spec)), device=device, dtype=dtype,
+                            attn_implementation=attn_implementation, seed=seed)
+        loaded.spec, loaded.label = spec, model_label(spec)
+        return loaded
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     family = families.by_architecture(spec)

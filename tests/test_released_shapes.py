@@ -12,7 +12,11 @@ half a unit of its last digit). The published figures, and where they were read:
   134,515,008 and SmolLM2-1.7B-Instruct 1,711,376,384; gemma-3-270m 268,098,176 (llama.cpp's n_params,
   KerasHub's preset) and gemma-3-1b-it 999,885,952 (KerasHub's preset, llama.cpp); InternVL3_5-1B-HF
   1,060,897,792 (a third-party record of revision 9191dbcc); SmolVLM-256M-Instruct 256,484,928 (a public
-  reference-findings document of a Java port, the released weights file's count).
+  reference-findings document of a Java port, the released weights file's count); Qwen2.5-Coder-0.5B-Instruct
+  494,032,768 and -1.5B-Instruct 1,543,714,304, measured here from the real checkpoints (mai.real_checkpoints,
+  converted from the GGUF part packages): sum(p.numel()) of the converted models, 630,167,424 and
+  1,777,088,000, less their separate output matrix (151,936 x 896 and x 1,536: the GGUFs store the tied
+  matrix a second time as output.weight, at another quantisation, so the conversion is untied).
 - card figures only: llava-onevision-qwen2-0.5b-ov-hf 0.9B and -7b-ov-hf 8.0B (hub model pages);
   InternVL3.5-2B 2.3B and -8B 8.5B (OpenGVLab's InternVL3.5 quick-start table); SmolVLM-Instruct 2.2B (its
   model card).
@@ -46,6 +50,7 @@ PUBLISHED = {
     "gemma3-270m-text": (268_098_176, True), "gemma3-1b-text": (999_885_952, True),
     "internvl3.5-1b": (1_060_897_792, True), "internvl3.5-2b": (2.3e9, False), "internvl3.5-8b": (8.5e9, False),
     "smolvlm-256m": (256_484_928, True), "smolvlm-2.2b": (2.2e9, False),
+    "qwen2.5-coder-0.5b-shape": (494_032_768, True), "qwen2.5-coder-1.5b-shape": (1_543_714_304, True),
 }
 # Half a unit of the card figure's last digit (0.9B: 0.05B).
 CARD_HALF_UNIT = 0.05e9

@@ -135,7 +135,7 @@ def without_video_processor(base):
 
 FAMILIES: dict[str, Family] = {}
 # One module per family; imported on first lookup, so `import mai` stays light.
-_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text", "internvl", "idefics3")
+_MODULES = ("qwen3_vl", "qwen2_5_vl", "gemma3", "llava_onevision", "text", "internvl", "idefics3", "qwen2")
 
 
 def register(family: Family) -> Family:
