@@ -54,10 +54,16 @@ class Example:
     references: list[str]
     images: list
     meta: dict = field(default_factory=dict)
+    # A text-only benchmark's example (BIG-bench's) has no image by design; any other example without
+    # one lost it, and that stays an error.
+    text_only: bool = False
 
     def load_images(self) -> list[Image.Image]:
-        """Decode every image to RGB; ``ValueError("unreadable image in <id>: ...")`` on failure."""
+        """Decode every image to RGB ([] for a text-only example); ``ValueError("unreadable image in
+        <id>: ...")`` on failure."""
         if not self.images:
+            if self.text_only:
+                return []
             raise ValueError(f"unreadable image in {self.id}: the example has no image")
         out = []
         for k, item in enumerate(self.images):

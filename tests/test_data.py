@@ -151,7 +151,8 @@ def parquet_mmbench(tmp_path):
 
 
 def test_registry_matches_lmms_eval_settings():
-    assert list(BENCHMARKS) == ["chartqa", "pope", "infovqa", "realworldqa", "mmbench", "synth-chartqa", "synth-pope"]
+    assert list(BENCHMARKS) == ["chartqa", "pope", "infovqa", "realworldqa", "mmbench", "synth-chartqa", "synth-pope",
+                                "strategyqa", "object_counting", "date_understanding"]
     short = "\nAnswer the question using a single word or phrase."
     expect = {
         # chartqa.yaml at 75571cfe: its own post-prompt, not the other tasks' one

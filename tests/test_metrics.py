@@ -414,7 +414,9 @@ def test_benchmark_metrics():
     assert {name: (b.metric, b.headline) for name, b in BENCHMARKS.items()} == {
         "chartqa": ("relaxed", "relaxed_accuracy"), "pope": ("pope", "accuracy"), "infovqa": ("anls", "anls"),
         "realworldqa": ("exact", "exact_match"), "mmbench": ("option", "circular_accuracy"),
-        "synth-chartqa": ("relaxed", "relaxed_accuracy"), "synth-pope": ("pope", "accuracy")}
+        "synth-chartqa": ("relaxed", "relaxed_accuracy"), "synth-pope": ("pope", "accuracy"),
+        "strategyqa": ("exact", "exact_match"), "object_counting": ("exact", "exact_match"),
+        "date_understanding": ("option", "exact_match")}
 
 
 def test_unknown_agreement_rule():

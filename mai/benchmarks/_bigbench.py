@@ -1,0 +1,178 @@
+"""BIG-bench's task files (Srivastava et al. 2022, "Beyond the Imitation Game"), fetched once, without the hub.
+
+The task files ship in PyPI's ``bigbench`` 1.0.0, a 358 MB source archive that is never installed here
+(it pulls tensorflow): ``fetch`` has pip download it (``pip download --no-deps``; pip's cache makes a
+second download fast), reads only the wanted ``bigbench-1.0.0/bigbench/benchmark_tasks/<task>/task.json``
+members out of it, and writes each to ``<cache>/bigbench/<task>/task.json`` with a ``mai_source.json``
+beside it (package, archive and its sha256, member path, the file's sha256). Cache root: $MAI_CACHE, else
+~/.cache/mai. Every task is checked before anything is written, and each folder is built under a
+temporary name beside it and renamed into place, so a failed fetch leaves nothing half-written.
+
+``python -m mai.benchmarks._bigbench`` (called by ``bash scripts/setup.sh --real``) fetches the task of
+every registered BIG-bench benchmark (``mai.benchmarks._bbh.BigBenchBenchmark`` reads them).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from mai import MaiEnvironmentError, MaiError
+
+PACKAGE, VERSION = "bigbench", "1.0.0"
+PIN = f"{PACKAGE}=={VERSION}"
+SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
+SOURCE_FILE = "mai_source.json"
+SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
+
+
+def member_path(task: str) -> str:
+    """Where a task's file lies inside the bigbench 1.0.0 archive."""
+    return f"{PACKAGE}-{VERSION}/bigbench/benchmark_tasks/{task}/task.json"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("MAI_CACHE") or Path.home() / ".cache" / "mai") / "bigbench"
+
+
+def _source(task: str, sdist: Path, sdist_sha256: str, data: bytes) -> dict:
+    return {"package": PIN, "archive": sdist.name, "archive_sha256": sdist_sha256,
+            "member": member_path(task), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _recorded(task: str) -> dict | None:
+    """The cached task's source record when it came from this package version, else None."""
+    marker = cache_dir() / task / SOURCE_FILE
+    try:
+        source = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    fresh = source.get("package") == PIN and (cache_dir() / task / "task.json").is_file()
+    return source if fresh else None
+
+
+def task_file(task: str) -> Path:
+    """The cached task.json of a BIG-bench task; one line saying how to fetch it when it is not there."""
+    if _recorded(task) is None:
+        raise MaiEnvironmentError(f"BIG-bench task {task!r} is not in {cache_dir()}: {SETUP_HINT}")
+    return cache_dir() / task / "task.json"
+
+
+def download(directory: Path) -> Path:
+    """bigbench 1.0.0's source archive, downloaded by pip into ``directory`` (no dependencies, not built)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q",
+           "-d", str(directory), PIN]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    sdist = directory / SDIST
+    if done.returncode != 0 or not sdist.is_file():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise MaiEnvironmentError(f"pip could not download {PIN} ({last}); it needs PyPI, or pass a copy of "
+                                  f"{SDIST} with --sdist")
+    return sdist
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_members(sdist: Path, tasks: list[str]) -> dict[str, bytes]:
+    """The task.json of each task, read out of the archive; one line for an archive that cannot be read, a
+    task it lacks, or a task file that is not a BIG-bench task (JSON with "examples")."""
+    wanted = {member_path(t): t for t in tasks}
+    found: dict[str, bytes] = {}
+    try:
+        with tarfile.open(sdist, "r:gz") as tar:
+            for member in tar:  # streamed: the archive is read once, front to back
+                task = wanted.get(member.name)
+                if task is not None and member.isfile():
+                    found[task] = tar.extractfile(member).read()
+    except (OSError, tarfile.TarError, EOFError) as err:
+        raise MaiEnvironmentError(f"cannot read {sdist} ({type(err).__name__}: {err})") from None
+    missing = [t for t in tasks if t not in found]
+    if missing:
+        raise MaiError(f"{PIN} has no BIG-bench task {', '.join(map(repr, missing))} "
+                       f"(no {member_path(missing[0])} in {sdist.name})")
+    for task, data in found.items():
+        try:
+            ok = isinstance(json.loads(data).get("examples"), list)
+        except (ValueError, AttributeError):
+            ok = False
+        if not ok:
+            raise MaiError(f"{member_path(task)} in {sdist.name} is not a BIG-bench task file (JSON with examples)")
+    return found
+
+
+def _publish(task: str, data: bytes, source: dict) -> Path:
+    """Write one task's folder under a temporary name beside its place, then rename it into place."""
+    folder = cache_dir() / task
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{task}.", dir=folder.parent))
+    try:
+        (tmp / "task.json").write_bytes(data)
+        (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is readable like any other
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return folder / "task.json"
+
+
+def fetch(tasks, sdist: str | Path | None = None, force: bool = False) -> dict[str, Path]:
+    """Cache the task.json of each task (task -> cached path). Tasks already cached from bigbench 1.0.0 are
+    kept unless ``force``; the rest come out of ``sdist`` when given, else out of a fresh pip download."""
+    tasks = list(dict.fromkeys(tasks))
+    todo = [t for t in tasks if force or _recorded(t) is None]
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="mai-bigbench-") as tmp:
+            archive = Path(sdist) if sdist is not None else download(Path(tmp))
+            found = read_members(archive, todo)  # everything is checked before anything is written
+            digest = _sha256_file(archive)
+            for task in todo:
+                _publish(task, found[task], _source(task, archive, digest, found[task]))
+    return {t: cache_dir() / t / "task.json" for t in tasks}
+
+
+def used_tasks() -> list[str]:
+    """The BIG-bench task of every registered benchmark that reads one."""
+    from mai.benchmarks import BENCHMARKS
+
+    # by attribute: under ``python -m`` this module is __main__, a copy of the class the benchmarks subclass
+    return sorted({b.bigbench_task for b in BENCHMARKS.values() if getattr(b, "bigbench_task", "")})
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from mai.cli import run
+
+    p = argparse.ArgumentParser(prog="python -m mai.benchmarks._bigbench",
+                                description=f"Cache the BIG-bench task files MAI's benchmarks read (from {PIN}).")
+    p.add_argument("--sdist", help=f"a local {SDIST} instead of downloading it with pip")
+    p.add_argument("--force", action="store_true", help="fetch again even when cached")
+    p.add_argument("tasks", nargs="*", help="task names (default: those the registered benchmarks read)")
+    args = p.parse_args(argv)
+
+    def go():
+        for task, path in fetch(args.tasks or used_tasks(), args.sdist, args.force).items():
+            source = json.loads((path.parent / SOURCE_FILE).read_text())
+            n = len(json.loads(path.read_text())["examples"])
+            print(f"{task}: {path} ({n} examples, sha256 {source['sha256'][:16]}..., from {source['member']})")
+
+    run(go)
+
+
+if __name__ == "__main__":
+    main()
