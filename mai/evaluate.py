@@ -54,8 +54,6 @@ def check_example(example: Example) -> list:
     """The example's images, or a ValueError that becomes its error row."""
     if not str(example.question or "").strip():
         raise ValueError(f"empty question in {example.id}")
-    if not example.images:  # a text-only benchmark's example (images == []); a lost image is a None entry
-        return []
     return example.load_images()
 
 

@@ -31,7 +31,8 @@ class TextStandin(SyntheticBenchmark):
     max_new_tokens = 4
 
     def generate(self, limit, seed):
-        return [Example(id=f"t{i}", benchmark=self.name, question=q, references=[a], images=[])
+        return [Example(id=f"t{i}", benchmark=self.name, question=q, references=[a], images=[],
+                        text_only=True)
                 for i, (q, a) in enumerate(QUESTIONS[: limit or len(QUESTIONS)])]
 
     def load(self, limit, seed, data_files=None):
