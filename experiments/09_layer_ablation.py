@@ -90,6 +90,9 @@ def main(argv=None):
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)
     n_layers = small.loaded.model.config.get_text_config().num_hidden_layers  # a VLM's text model, or a text model
+    for layer in args.layers or []:  # parse checked what a config read without weights could tell; now all
+        if layer >= n_layers:
+            raise MaiError(f"--layers {layer} is outside the small model's layers 0..{n_layers - 1}")
     layers = args.layers or list(range(n_layers))
     think, simple = args.think_tokens, args.simple_tokens
 

