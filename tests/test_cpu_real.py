@@ -199,8 +199,10 @@ def test_table12_cpu_real(real, described, experiment, tmp_path):
     assert {r["kind"] for r in rows} == {"target", "speculative", "MAI"} and not any(r["error"] for r in rows)
     spec = [r for r in rows if r["kind"] == "speculative"]
     assert all(r["same_as_target"] for r in spec) and all(r["draft_proposed"] >= 0 for r in spec)
+    assert all(r["stats"]["draft_sees_image"] is None for r in spec)  # no image to see, none missed
     table = tmp_path / "paper_tables" / "table12_speculative.cpu-real.md"
     _check_provenance(table)
+    assert "The draft had no image to see (text-only questions)" in _first_lines(table)
     assert len(_table_rows(table)) == 3
 
 
