@@ -34,7 +34,9 @@ cpu = what 10_mai's cpu preset runs, so that the latency model can be checked ag
 tiny-large with random weights, dtype auto (fp32 on a CPU), a 128x128 image (16 image tokens, 10_mai's
 --max-pixels), 8- and 128-token questions, 8/16/32 output tokens (its --simple-tokens, --answer-tokens,
 --think-tokens), 1 warm-up + 3 timed runs: about a minute on 2 cores. On a CPU shared with other
-processes, --threads 1 avoids oversubscribing it.
+processes, --threads 1 avoids oversubscribing it. cpu-real = the real Qwen2.5-Coder 0.5B and 1.5B (text-only:
+no image is shown and the vision-encoder stage is reported absent, not as 0 ms), at the dtype and torch
+threads mai.real_checkpoints records, a Simple-prompt-sized and a transfer-prompt-sized question.
 
 Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
 paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and

@@ -4,6 +4,7 @@ acceptance and rejection rates, accuracy.
 
     python experiments/12_speculative_decoding.py                  # paper: 2B draft, 8B target, ChartQA
     python experiments/12_speculative_decoding.py --preset cpu     # tiny random models, synthetic charts
+    python experiments/12_speculative_decoding.py --preset cpu-real   # real 0.5B drafts for the real 1.5B
 
 For each example, in turn: the target alone (greedy, --mode, default the reasoning prompt: 8B-R); the
 target with the draft's proposals (the same greedy settings and max_new_tokens; its text must equal the
