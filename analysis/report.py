@@ -107,7 +107,7 @@ def provenance_note(config: dict, described: dict) -> str:
             f"{data}{sample}, on {device}; commit {str(prov.get('git_commit'))[:10]}.")
     if random or synthetic:
         note += " These numbers check the machinery; they are not the paper's."
-    return f"{note} {scoring_note(config)}"
+    return f"{note} {scoring_note(config)}".rstrip()
 
 
 # Which score the tables' accuracy column shows, said on each table's provenance line.
@@ -125,6 +125,8 @@ def scoring_note(config: dict) -> str:
     """Which score the accuracy column shows: lmms-eval's (SCORING) for its tasks, each other benchmark's own
     scoring note (Benchmark.scoring, e.g. the BIG-bench tasks' reference) by name."""
     benches = [get_benchmark(b) for b in config.get("benchmarks", [])]
+    if not benches:  # text questions without references: nothing is scored
+        return ""
     others = [b for b in benches if not lmms_eval_task(b)]
     if not others:
         return SCORING
