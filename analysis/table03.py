@@ -107,9 +107,9 @@ def note(config: dict, described: dict, rows: list[dict] = ()) -> str:
     """What produced the numbers: weights, simulated inputs, dtype, device, runs, commit."""
     random = sorted(label if d.get("spec", label) == label else f"{label}: {d['spec']} shape"
                     for label, d in described.items() if d.get("random_weights"))
-    real = sorted(label for label, d in described.items() if not d.get("random_weights"))
     weights = [f"RANDOM weights ({', '.join(random)})"] if random else []
-    weights += [f"real checkpoints ({', '.join(real)})"] if real else []
+    real = {label: d for label, d in described.items() if not d.get("random_weights")}
+    weights += [report.weights_note(real)[0]] if real else []
     dtypes = sorted({d.get("dtype") for d in described.values()})
     prov = config.get("provenance", {})
     threads = sorted({d["torch_threads"] for d in described.values() if d.get("torch_threads")})
@@ -118,7 +118,7 @@ def note(config: dict, described: dict, rows: list[dict] = ()) -> str:
     questions = config.get("question_tokens")
     questions = "/".join(map(str, questions)) if isinstance(questions, list) else questions
     text = (f"Produced by preset '{config.get('preset')}': {' and '.join(weights) or 'unknown weights'}, "
-            f"SIMULATED inputs (a random-noise {config.get('image_size')} image, a {questions}"
+            f"SIMULATED inputs ({_image_text(config, described)}, a {questions}"
             f"-token question, output length forced), {'/'.join(map(str, dtypes))}, on {device}; "
             f"{config.get('warmup')} warm-up + {config.get('runs')} timed runs per setting; "
             f"commit {str(prov.get('git_commit'))[:10]}.")
@@ -131,8 +131,10 @@ def note(config: dict, described: dict, rows: list[dict] = ()) -> str:
         others = mean - (max(threads) if threads else cores)
         text += (f": other processes shared the CPU (~{others:.1f} runnable), so times are inflated."
                  if others > 0.5 else ".")
-    if random or not prov.get("gpu"):
+    if random:
         text += " These numbers check the machinery; they are not the paper's."
+    elif not prov.get("gpu"):
+        text += " Times of a CPU, not the paper's GPU."
     return text
 
 
@@ -141,13 +143,30 @@ def _weights_gib(d: dict) -> float | None:
     return d["parameters"] * size / GIB if size and d.get("parameters") else None
 
 
+ABSENT = "absent"  # a text-only model's vision encoder: no such stage ran (not one of 0 ms)
+
+
 def table3(agg: pd.DataFrame) -> pd.DataFrame:
+    text_only = agg.image_tokens.isna()  # no image was shown: the model has no vision encoder
     out = pd.DataFrame({"model": agg.model, "output tokens": agg.output_tokens, "runs": agg.runs,
                         "prompt tokens": agg.input_tokens.round().astype(int),
-                        "image tokens": agg.image_tokens.round().astype(int)})
+                        "image tokens": [ABSENT if t else int(round(v)) for t, v in zip(text_only, agg.image_tokens)]})
     for col in (*STAGES, "latency"):
-        out[f"{STAGE_NAMES.get(col, 'total')} (ms)"] = [_pm(m, s) for m, s in zip(agg[col], agg[f"{col}_std"])]
+        out[f"{STAGE_NAMES.get(col, 'total')} (ms)"] = [
+            ABSENT if col == "vision" and t else _pm(m, s)
+            for m, s, t in zip(agg[col], agg[f"{col}_std"], text_only)]
     return out
+
+
+def _image_text(config: dict, described: dict) -> str:
+    """The simulated image, or that there was none (text-only models: image_tokens None in models.json)."""
+    text_only = [m for m, d in described.items() if "image_tokens" in d and d["image_tokens"] is None]
+    image = f"a random-noise {config.get('image_size')} image"
+    if not text_only:
+        return image
+    if len(text_only) == len(described):
+        return "no image (text-only models)"
+    return f"{image}, none for the text-only {', '.join(sorted(text_only))}"
 
 
 def decode_floor(described: dict, bandwidth: float | None) -> float | None:
@@ -265,7 +284,9 @@ def _plot(agg: pd.DataFrame, fits: dict, path: Path, config: dict, described: di
     scale, unit = (1e3, "ms") if agg.latency.max() < 1 else (1.0, "s")
     left = np.zeros(len(agg))
     for stage in STAGES:
-        values = agg[stage].to_numpy() * scale
+        if agg[stage].isna().all():
+            continue  # text-only models: no vision encoder stage to draw
+        values = agg[stage].fillna(0).to_numpy() * scale
         ax.barh(labels, values, left=left, height=0.7, color=style.STAGE_COLORS[stage], label=STAGE_NAMES[stage])
         left += values
     ax.invert_yaxis()  # the first model on top, as in the table

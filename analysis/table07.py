@@ -27,8 +27,9 @@ def build(run_dir, report_dir) -> dict:
                             for b, m, mode in zip(df.benchmark, df.model, df["mode"])]
     table = df.drop(columns=["model", "mode"])
     tables = report.write_table(table, report_dir, NAME, config, note,
-                                "Table 7: accuracy (%) as lmms-eval scores the raw output (accuracy_extracted: after "
-                                "our answer extraction), mean output tokens and latency (s) per prompt mode")
+                                "Table 7: accuracy (%) of the raw output as the provenance line says it is scored "
+                                "(accuracy_extracted: after our answer extraction), mean output tokens and latency (s) "
+                                "per prompt mode")
     systems = with_systems(df, described)
     fig_path = _plot(systems, report.figure_path(report_dir, NAME, config), config, described, note)
     summary = report.stable_summary(systems, systems.role, ("accuracy", "output_tokens", "latency_s"))

