@@ -83,7 +83,7 @@ PRESETS = {
     # prompt (Simple prompt + the 0.5B's reasoning); output lengths ~ a Simple answer and a reasoning budget.
     # The lead sizes runs and lengths for the README's time budget.
     "cpu-real": cli.Preset(cli.REAL_MODELS, (), limit=None, real=True, extra=dict(
-        runs=3, warmup=1, output_tokens=[16, 128], question_tokens=[32, 256])),
+        runs=2, warmup=1, output_tokens=[16, 128], question_tokens=[32, 256])),
 }
 # Ordinary words for the simulated question; cycled until the question has the asked-for token count.
 WORDS = ("what is the value of the tallest bar in the chart and how does it compare with the other bars "

@@ -24,13 +24,13 @@ from mai.results import row_key  # noqa: E402
 EXPERIMENT = "07_prompt_modes"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS = 4, 128
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 128, 48
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
                                                                          max_pixels=128 * 128)),
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
-                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS)),
+                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS)),
 }
 
 

@@ -56,7 +56,7 @@ from mai.results import row_key  # noqa: E402
 EXPERIMENT = "10_mai"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS = 4, 128
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 8, 128, 48
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
 # MAI's rows, one per verification variant, named as the paper names them.
 MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}
@@ -70,7 +70,7 @@ PRESETS = {
     # Full RT is its own row.
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=CPU_REAL_THINK_TOKENS, transfer="sparse",
+                                      think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS, transfer="sparse",
                                       sparse_layer=cli.REAL_SPARSE_LAYER)),
 }
 

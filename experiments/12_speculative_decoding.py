@@ -36,7 +36,7 @@ from mai.speculative import SpeculativeGenerator  # noqa: E402
 EXPERIMENT = "12_speculative_decoding"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS = 4, 128
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 128, 48
 MODE_TAG = {"simple": "S", "think": "R"}
 PRESETS = {
     "paper": cli.Preset(("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"), ("chartqa",), limit=None,
@@ -45,7 +45,7 @@ PRESETS = {
                       extra=dict(think_tokens=24, simple_tokens=8, mode="think", max_pixels=128 * 128)),
     # The numeric task stands where the paper's ChartQA does; the 0.5B drafts for the 1.5B (one tokenizer).
     "cpu-real": cli.Preset(cli.REAL_MODELS, ("object_counting",), limit=CPU_REAL_LIMIT, real=True,
-                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS, mode="think")),
+                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS, mode="think")),
 }
 
 

@@ -38,19 +38,22 @@ SAVED_DTYPE = "float32"
 
 # What the cpu-real preset runs with: its dtype and torch threads (torch.set_num_threads). Measured with
 # `python -m mai.real_checkpoints --bench` (real weights, greedy decoding of 64 tokens after a 41-token chat
-# prompt, CPU: 2-core AMD EPYC with avx512_bf16), twice, 2026-12-04, while other jobs kept the machine's
-# load average at 4.6-6.3. tok/s, run 1 / run 2:
-#                 bf16, 1 thread   bf16, 2 threads   fp32, 1 thread   fp32, 2 threads
-#     0.5B        7.14 / 5.06      0.69 / 0.99       4.36 / 3.85      0.95 / 1.42
-#     1.5B        1.73 / 2.01      1.06 / 0.62       1.66 / 1.97      0.71 / 1.07
-# One thread is fastest here by far: with the second core busy, two threads wait on each other at every
-# operation (on an idle machine two may win: re-measure there). bf16 is as fast as fp32 for the 1.5B and
-# faster for the 0.5B, and halves the memory (the 1.5B: 3.6 GB instead of 7.1 GB on a 24 GB machine shared
-# by several jobs). Both dtypes answer the bench question the same ("The capital of France is Paris.").
+# prompt, CPU: 2-core AMD EPYC with avx512_bf16), 2026-12-04, tok/s:
+#                              bf16, 1 thread   bf16, 2 threads   fp32, 1 thread   fp32, 2 threads
+#     machine otherwise idle (load average 0.5 before the run):
+#     0.5B                     7.50             9.80              6.28             6.50
+#     1.5B                     2.61             3.85              2.03             2.28
+#     other jobs keeping the load average at 4.6-6.3 (two runs):
+#     0.5B                     7.14 / 5.06      0.69 / 0.99       4.36 / 3.85      0.95 / 1.42
+#     1.5B                     1.73 / 2.01      1.06 / 0.62       1.66 / 1.97      0.71 / 1.07
+# On the idle machine bf16 with both cores is fastest for both models (the tables' setting: measure them with
+# nothing else running); with the second core busy, two threads wait on each other at every operation and
+# one thread is fastest by far (pass --threads 1 there). bf16 also halves the memory (the 1.5B: 3.6 GB
+# instead of 7.1 GB). Both dtypes answer the bench question the same ("The capital of France is Paris.").
 # Unlike fp32, bf16 does not make a continued second stage bit-equal to recomputing it (tests/test_families.py
 # checks that in fp32); the method does not need it to be.
 REAL_DTYPE = "bf16"
-REAL_THREADS = 1
+REAL_THREADS = 2
 
 
 @dataclasses.dataclass(frozen=True)

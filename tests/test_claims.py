@@ -51,7 +51,7 @@ def test_route_accuracy_and_speedup_claims(tmp_path):
     speed = df.loc[[c for c in df.index if c.startswith("MAI faster")][0]]
     assert speed["synth-pope"] == "5.00x" and speed["here"].startswith("holds")
     text = (tmp_path / "paper_tables" / "claims.cpu-real.md").read_text()
-    assert "real checkpoints (0.5B, 1.5B)" in text and "Wilson" in text
+    assert "REAL weights (0.5B; 1.5B)" in text and "Wilson" in text
 
 
 def test_transfer_mass_and_speculative_claims(tmp_path):
