@@ -23,7 +23,7 @@ from mai.generation import HFGenerator  # noqa: E402
 EXPERIMENT = "08_reasoning_transfer"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 6, 128, 48
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 256, 48
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
                         extra=dict(small=cli.PAPER_MODELS[0], mid=cli.PAPER_MODELS[1], large=cli.PAPER_MODELS[2],

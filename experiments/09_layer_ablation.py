@@ -39,7 +39,7 @@ from mai.transfer import attention_over_reasoning, capture_reasoning, sparse_rea
 EXPERIMENT = "09_layer_ablation"
 # --preset cpu-real's sizes: examples per task, reasoning budget and the layers swept (None: all 24 of the
 # 0.5B); the lead sizes them so that every cpu-real table regenerates in the README's time budget.
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 128, 48
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 3, 256, 48
 CPU_REAL_LAYERS = [0, 4, 8, 10, 12, 16, 20, 23]  # every 4th of the 0.5B's 24, the default sparse layer 10 and the last
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, ("pope",), limit=None,

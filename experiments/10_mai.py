@@ -56,7 +56,7 @@ from mai.results import row_key  # noqa: E402
 EXPERIMENT = "10_mai"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 8, 128, 48
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 6, 256, 48
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
 # MAI's rows, one per verification variant, named as the paper names them.
 MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}

@@ -36,7 +36,7 @@ from mai.speculative import SpeculativeGenerator  # noqa: E402
 EXPERIMENT = "12_speculative_decoding"
 # --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
 # cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 128, 48
+CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 3, 256, 48
 MODE_TAG = {"simple": "S", "think": "R"}
 PRESETS = {
     "paper": cli.Preset(("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"), ("chartqa",), limit=None,
