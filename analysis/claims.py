@@ -1,6 +1,7 @@
 """The paper's claims beside what our runs measured: one row per claim, one column per benchmark.
 
     python -m analysis.claims --preset cpu-real          # reads runs/{10,08,09,12}_*/cpu-real
+    python -m analysis.claims --preset cpu-real --readme # and replaces the README's copy of the table
 
 Each claim is read from the run of the experiment that measures it (Table 10: routes, accuracy of MAI
 against the large model's Simple answer and Full RT, speedup over the large model reasoning; Table 8:
@@ -211,13 +212,33 @@ def build(runs: Path, run_name: str, report_dir) -> dict:
     return dict(tables=tables, markdown=tables[0].read_text(), frame=df)
 
 
+README_MARKS = ("<!-- claims table: python -m analysis.claims --readme -->", "<!-- end of claims table -->")
+
+
+def update_readme(readme: Path, markdown: str) -> None:
+    """Put the table (without its heading) between the README's two marks, so the README's copy is rebuilt
+    from the runs like every other table, never typed."""
+    text = readme.read_text()
+    start, end = README_MARKS
+    if start not in text or end not in text:
+        raise SystemExit(f"error: {readme} lacks the marks {start} ... {end}")
+    body = markdown.split("\n", 2)[2].strip()  # drop the '# caption' line and the blank after it
+    head, rest = text.split(start, 1)
+    text = head + start + "\n" + body + "\n" + end + rest.split(end, 1)[1]
+    readme.write_text(text)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="cpu-real", help="the run name of every experiment read (default cpu-real)")
     ap.add_argument("--runs", default="runs", help="runs directory (default: runs)")
     ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("--readme", action="store_true", help="also replace the README's copy of the table")
     args = ap.parse_args(argv)
-    print(build(Path(args.runs), args.preset, args.report_dir)["markdown"])
+    out = build(Path(args.runs), args.preset, args.report_dir)
+    if args.readme:
+        update_readme(Path(args.report_dir) / "README.md", out["markdown"])
+    print(out["markdown"])
 
 
 if __name__ == "__main__":

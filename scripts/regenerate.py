@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record, indent=1) + "\n")
     if args.preset == "cpu-real" and (ROOT / "runs" / "10_mai" / args.preset / "results.jsonl").exists():
-        rc = subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", args.preset], cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", args.preset, "--readme"], cwd=ROOT)
         if rc != 0:
             return rc
     total = sum(record["seconds"].values())

@@ -89,3 +89,14 @@ def test_wilson_interval():
 def test_missing_table10_run_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match="no Table 10 run"):
         claims.build(tmp_path / "runs", "cpu-real", tmp_path)
+
+
+def test_readme_copy_is_replaced_between_its_marks(tmp_path):
+    readme = tmp_path / "README.md"
+    start, end = claims.README_MARKS
+    readme.write_text(f"intro\n{start}\nold table\n{end}\noutro\n")
+    claims.update_readme(readme, "# caption\n\nProduced by ...\n\n| a |\n|---|\n| 1 |\n")
+    assert readme.read_text() == f"intro\n{start}\nProduced by ...\n\n| a |\n|---|\n| 1 |\n{end}\noutro\n"
+    readme.write_text("no marks\n")
+    with pytest.raises(SystemExit, match="lacks the marks"):
+        claims.update_readme(readme, "# c\n\nx\n")
