@@ -18,14 +18,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
-import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from mai import MaiError
+from mai import MaiError, cache
 
 SETUP = "bash scripts/setup.sh --real"
 REINSTALL = ".venv/bin/pip install --force-reinstall --no-deps -r requirements-real.txt"
@@ -102,7 +101,7 @@ EOS_IDS, PAD_ID = [151645, 151643], 151643
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("MAI_CACHE") or Path.home() / ".cache" / "mai")
+    return cache.root()
 
 
 def _checkpoint(spec: str) -> RealCheckpoint:
@@ -225,21 +224,13 @@ def convert(gguf: Path, out: Path) -> None:
     tokenizer.save_pretrained(str(out))
 
 
-def _fresh(folder: Path, want: dict) -> bool:
-    from mai.tokenizer_sources import SOURCE_FILE
-
-    marker = folder / SOURCE_FILE
-    return marker.is_file() and json.loads(marker.read_text()) == want
-
-
 def checkpoint_dir(spec: str) -> Path:
     """The converted checkpoint directory of `spec`, built once (assemble, convert, delete the GGUF); a
     directory converted from another source (part versions, checksum, dtype) is rebuilt."""
-    from mai.tokenizer_sources import _publish
 
     want = source(spec)
     folder = cache_root() / "checkpoints" / spec
-    if _fresh(folder, want):
+    if cache.fresh(folder, want):
         return folder
 
     def build(out: Path) -> None:
@@ -251,7 +242,7 @@ def checkpoint_dir(spec: str) -> Path:
             gguf.unlink()
             (out / "gguf").rmdir()
 
-    return _publish(build, folder, want)
+    return cache.publish(build, folder, want)
 
 
 def _size(folder: Path) -> int:

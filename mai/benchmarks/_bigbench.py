@@ -19,22 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from mai import MaiEnvironmentError, MaiError
+from mai import MaiEnvironmentError, MaiError, cache
 
 PACKAGE, VERSION = "bigbench", "1.0.0"
 PIN = f"{PACKAGE}=={VERSION}"
 SDIST = f"{PACKAGE}-{VERSION}.tar.gz"
 # The archive's sha256, as pip reports it (pip 26.3 --require-hashes with another hash: "Got 1bb398a5...").
 SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2"
-SOURCE_FILE = "mai_source.json"
+SOURCE_FILE = cache.SOURCE_FILE
 # The last pip measured here to download bigbench 1.0.0 (pip 26.3 refuses it: module doc).
 PIP_FOR_SDIST = "pip==23.2.1"
 SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
@@ -46,7 +44,7 @@ def member_path(task: str) -> str:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("MAI_CACHE") or Path.home() / ".cache" / "mai") / "bigbench"
+    return cache.root() / "bigbench"
 
 
 def _source(task: str, sdist: Path, sdist_sha256: str, data: bytes) -> dict:
@@ -134,20 +132,8 @@ def read_members(sdist: Path, tasks: list[str]) -> dict[str, bytes]:
 
 
 def _publish(task: str, data: bytes, source: dict) -> Path:
-    """Write one task's folder under a temporary name beside its place, then rename it into place."""
-    folder = cache_dir() / task
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{task}.", dir=folder.parent))
-    try:
-        (tmp / "task.json").write_bytes(data)
-        (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is readable like any other
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+    """One task's folder, published whole (mai.cache.publish)."""
+    folder = cache.publish(lambda tmp: (tmp / "task.json").write_bytes(data), cache_dir() / task, source)
     return folder / "task.json"
 
 
