@@ -1,4 +1,6 @@
 """Models: the real shapes' sizes, the checkpoint path on a saved model, and one-line user errors."""
+import json
+
 import pytest
 import torch
 from transformers import Qwen3VLForConditionalGeneration
@@ -175,3 +177,16 @@ def test_make_checkpoint_script(tmp_path):
     bad = subprocess.run([sys.executable, str(script), "qwen3-vl-3b", str(tmp_path / "x")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid choice: 'qwen3-vl-3b'" in bad.stderr
+
+
+def test_checkpoints_write_takes_the_family_it_is_given(tmp_path):
+    from mai import families
+
+    qwen2 = families.FAMILIES["qwen2"]
+    with pytest.raises(MaiError, match="^'tiny-small' is not an architecture of the qwen2 family; choose from: tiny-qwen2"):
+        checkpoints.write(qwen2, "tiny-small", tmp_path / "x", weights=False)
+    with pytest.raises(MaiError, match="^image_size sets Qwen3-VL's released pixel bounds"):
+        checkpoints.write(qwen2, "tiny-qwen2", tmp_path / "y", weights=False, image_size={"shortest_edge": 1})
+    path = checkpoints.write(qwen2, "tiny-qwen2", tmp_path / "z", weights=False)
+    marker = json.loads((path / models.WRITTEN_MARKER).read_text())
+    assert (marker["family"], marker["architecture"], marker["random_weights"]) == ("qwen2", "tiny-qwen2", False)
