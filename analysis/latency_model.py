@@ -49,7 +49,7 @@ from analysis.table03 import timed_runs
 from mai import MaiError, cli
 from mai.cascade import ROUTES
 from mai.forced import parse_fractions
-from mai.models import model_label
+from mai.model_specs import model_label
 
 @dataclasses.dataclass(frozen=True)
 class Cost:

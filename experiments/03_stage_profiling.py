@@ -61,7 +61,8 @@ from PIL import Image  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import table03  # noqa: E402
-from mai import MaiError, cli, models  # noqa: E402
+from mai import MaiError, cli, model_specs, models  # noqa: E402
+from mai.families import qwen3_vl  # noqa: E402
 from mai.generation import HFGenerator, Request  # noqa: E402
 from mai.results import row_key  # noqa: E402
 
@@ -112,11 +113,11 @@ def image_size(text: str) -> tuple[int, int]:
 
 def random_weight_spec(spec: str) -> str:
     """The random-weight architecture of a checkpoint's size: 'Qwen/Qwen3-VL-8B-Instruct' -> 'qwen3-vl-8b'."""
-    if spec in models.ARCHITECTURES:
+    if spec in qwen3_vl.ARCHITECTURES:
         return spec
-    arch = "qwen3-vl-" + models.model_label(spec).split("-")[0].lower()
-    if arch not in models.ARCHITECTURES:
-        shapes = ", ".join(a for a in models.ARCHITECTURES if not a.startswith("tiny"))
+    arch = "qwen3-vl-" + model_specs.model_label(spec).split("-")[0].lower()
+    if arch not in qwen3_vl.ARCHITECTURES:
+        shapes = ", ".join(a for a in qwen3_vl.ARCHITECTURES if not a.startswith("tiny"))
         raise MaiError(f"--random-weights: no random-weight shape for '{spec}'; known shapes: {shapes}")
     return arch
 
@@ -263,13 +264,13 @@ def main(argv=None):
     width, height = image_size(args.image_size or "448x448")
     specs = [random_weight_spec(s) for s in args.models] if args.random_weights else list(args.models)
     # Keep the simulated image at its size: the processor's pixel bounds must not resize it.
-    pixels = cli.pixel_kwargs(args) or dict(min_pixels=min(models.MIN_PIXELS, width * height),
-                                            max_pixels=max(models.MAX_PIXELS, width * height))
+    pixels = cli.pixel_kwargs(args) or dict(min_pixels=min(qwen3_vl.MIN_PIXELS, width * height),
+                                            max_pixels=max(qwen3_vl.MAX_PIXELS, width * height))
     store, tracker = cli.open_run(EXPERIMENT, args, resolved_models=specs)
     described = table03.read_models(store.dir)
     written = 0
     for spec in specs:
-        label = models.model_label(spec)
+        label = model_specs.model_label(spec)
         if not any(store.pending(run_key(label, q, n, False, j) for j in range(args.runs))
                    for q, n in settings(args)):
             continue  # finished in an earlier invocation: no need to build it

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table07  # noqa: E402
-from mai import cli, models  # noqa: E402
+from mai import cli, model_specs, models  # noqa: E402
 from mai.evaluate import evaluate_model  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -44,7 +44,7 @@ def main(argv=None, doc=__doc__):
     store, tracker = cli.open_run(EXPERIMENT, args)
     examples = cli.load_examples(args, store)
     for spec in args.models:
-        if not store.pending(row_key(ex.id, models.model_label(spec), mode) for ex in examples for mode in args.modes):
+        if not store.pending(row_key(ex.id, model_specs.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it
         model = cli.load(spec, args, store)
         evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,

@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table10  # noqa: E402
-from mai import MaiError, cli, models  # noqa: E402
+from mai import MaiError, cli, model_specs, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
@@ -114,7 +114,7 @@ def main(argv=None):
     small, large = cli.scale_generators(args, store, config)
     if args.force_routes:
         small, large = ForcedLengths(small), ForcedLengths(large)
-    S, L = models.model_label(args.small), models.model_label(args.large)
+    S, L = model_specs.model_label(args.small), model_specs.model_label(args.large)
     think, simple = args.think_tokens, args.simple_tokens
 
     def mai(verify):

@@ -31,7 +31,7 @@ def family_of(spec: str):
     """The family of a model spec read without its weights (an architecture name, or a local checkpoint
     directory's config.json); None when that needs more (a hub id): it is checked again once loaded."""
     from mai import families
-    from mai.models import checkpoint_family
+    from mai.model_specs import checkpoint_family
 
     family = families.by_architecture(spec)
     if family is None and (Path(spec) / "config.json").is_file():

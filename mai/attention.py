@@ -53,6 +53,8 @@ from typing import Any
 
 import torch
 
+from mai import MaiError
+
 CAPTURE_IMPLEMENTATION = "mai_capture"  # the name registered with transformers' attention interfaces
 HEAD_REDUCTIONS = ("mean", "max")
 SINK_OPTIONS = ("keep", "drop_first", "renormalize")
@@ -217,8 +219,6 @@ class AttentionCapture:
                                  f"{min(available)}..{max(available)}")
             refused = [i for i in wanted if i in sliding]
             if refused:
-                from mai import MaiError
-
                 window = model.config.get_text_config().sliding_window
                 allowed = [i for i in available if i not in sliding]
                 raise MaiError(f"layers {refused} attend through a sliding window of {window} keys, so they cannot "

@@ -186,7 +186,8 @@ def check_names(args: argparse.Namespace) -> None:
     """Benchmarks, models and prompt modes that exist."""
     from mai import families
     from mai.benchmarks import get_benchmark
-    from mai.models import TEXT_CHECKPOINTS, is_local_or_hub_id, model_label
+    from mai.model_specs import is_local_or_hub_id, model_label
+    from mai.models import TEXT_CHECKPOINTS
     from mai.real_checkpoints import REAL_PAIR
 
     architectures = families.architectures()
@@ -577,7 +578,8 @@ def text_layers(spec: str) -> int | None:
     here (no route to the hub, not a Qwen3-VL spec): loading the model then says why in one line."""
     from mai import hub
     from mai import families
-    from mai.models import architecture_config, is_local_or_hub_id
+    from mai.model_specs import is_local_or_hub_id
+    from mai.models import architecture_config
 
     if spec in families.architectures():
         return architecture_config(spec).get_text_config().num_hidden_layers

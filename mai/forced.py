@@ -16,6 +16,7 @@ import hashlib
 
 from mai import MaiError
 from mai.cascade import ROUTES
+from mai.evaluate import trace_output
 
 
 def parse_fractions(text: str) -> dict[str, float]:
@@ -69,8 +70,6 @@ class ForcedLengths:
 
 def forced_cascade_system(cascade, fractions: dict[str, float], seed: int = 0, simple_tokens: int | None = None):
     """MAI with each example's route drawn from `fractions` (see the module doc); rows say `forced_route`."""
-    from mai.evaluate import trace_output
-
     def run(example, bench, images):
         route = draw_route(example.id, fractions, seed)
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)

@@ -26,7 +26,7 @@ import math
 
 from PIL import Image
 
-from mai import MaiError
+from mai import MaiError, families
 
 # The factor of Qwen3-VL: 16-pixel patches merged 2 x 2.
 FACTOR = 32
@@ -93,8 +93,6 @@ def prepare(images: list, processor, family=None) -> list[Image.Image]:
     sized by qwen_vl_utils (its factor: Qwen3-VL 32, Qwen2.5-VL 28). Families whose lmms-eval wrapper
     leaves sizing to the processor (SigLIP's fixed size, Idefics3's tiles, ...) get their images as they
     are, in RGB. A bare tokenizer (no image processor) takes no images anyway."""
-    from mai import families
-
     family = family or families.default()
     if not images or not hasattr(processor, "image_processor"):
         return list(images)

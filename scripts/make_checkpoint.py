@@ -9,7 +9,7 @@ tiny-smolvlm, tiny-qwen3, tiny-smollm2, tiny-gemma3-text) and released shapes (q
 gemma3-4b/12b, llava-onevision-0.5b/7b, internvl3.5-1b/2b/8b, smolvlm-256m/2.2b, qwen3-0.6b/8b,
 smollm2-135m-shape, smollm2-1.7b, gemma3-270m-text, gemma3-1b-text; see --help). Other families are written
 by transformers' own writers
-(mai.families.checkpoints): config.json, generation_config.json, model.safetensors, the processor's or
+(mai.checkpoints): config.json, generation_config.json, model.safetensors, the processor's or
 tokenizer's files with the chat template, and the same mai_checkpoint.json marker. For Qwen3-VL, DIR receives what Qwen/Qwen3-VL-*-Instruct (with --thinking: -Thinking) holds: config.json with the
 released values, generation_config.json, preprocessor_config.json, video_preprocessor_config.json,
 chat_template.json, Qwen3's tokenizer files (tokenizer.json, vocab.json, merges.txt,
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mai import cli, families  # noqa: E402
+from mai import checkpoints, cli, families  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -46,8 +46,8 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
     args = p.parse_args(argv)
     family = architectures[args.name]
-    out = family.write_checkpoint(args.name, args.directory, thinking=args.thinking, weights=args.weights,
-                                  seed=args.seed)
+    out = checkpoints.write(family, args.name, args.directory, thinking=args.thinking, weights=args.weights,
+                            seed=args.seed)
     files = sorted(f.name for f in out.iterdir())
     print(f"{out}: {args.name}{' (Thinking)' if args.thinking else ''}, "
           f"{'random weights' if args.weights else 'no weights'}: {', '.join(files)}")

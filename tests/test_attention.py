@@ -25,12 +25,8 @@ from mai.attention import (
     select_by_mass,
     sparse_text,
 )
-from mai.models import (
-    IMAGE_TOKEN_ID,
-    VISION_END_ID,
-    VISION_START_ID,
-    architecture_config,
-)
+from mai.families.qwen3_vl import IMAGE_TOKEN_ID, VISION_END_ID, VISION_START_ID
+from mai.models import architecture_config
 
 TOL = 1e-4
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from mai import MaiError, families, prompts
+from mai import MaiError, checkpoints, families, prompts
 from mai import images as images_mod
 from mai.answers import default_agreement
 from mai.attention import SparseOptions, capture_attention, sliding_window_layers
@@ -231,7 +231,7 @@ def test_speculative_decoding_needs_one_tokenizer_in_one_line(models):
 def test_a_written_checkpoint_directory_loads_as_its_architecture(models, family, tmp_path):
     """scripts/make_checkpoint.py's directory: the same family, processor outputs and greedy answer."""
     lm = models(family)
-    lm.family.write_checkpoint(TINY[family], tmp_path)
+    checkpoints.write(lm.family, TINY[family], tmp_path)
     loaded = load_model(str(tmp_path), device="cpu", dtype="fp32", min_pixels=64 * 64, max_pixels=128 * 128)
     assert loaded.family is lm.family and loaded.random_weights and loaded.eos_token_ids == lm.eos_token_ids
     request = Request(QUESTION, images=_images(lm), mode="simple", max_new_tokens=6)

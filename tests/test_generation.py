@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from mai import models, prompts
+from mai import prompts
+from mai.families import qwen3_vl
 from mai.generation import STAGES, HFGenerator, Request
 
 POST = "\nAnswer the question using a single word or phrase."
@@ -130,7 +131,7 @@ def test_rendered_prompt_uses_chat_template(tiny_small):
                     "<|vision_start|><|image_pad|><|vision_end|>Q?<|im_end|>\n<|im_start|>assistant\n")
     # <think> is opened by a Thinking checkpoint's own template (Qwen3-VL's take no switch), not by a flag.
     assert prompts.render(tiny_small.processor, 0, "Q?", thinking=True).endswith("assistant\n")
-    thinking = models.offline_processor(64 * 64, 128 * 128, thinking=True)
+    thinking = qwen3_vl.offline_processor(64 * 64, 128 * 128, thinking=True)
     assert prompts.render(thinking, 0, "Q?", thinking=True).endswith("assistant\n<think>\n")
     suffix = prompts.second_stage_suffix(tiny_small.processor, 1, "Q?", POST, False)
     assert suffix == ("<|im_end|>\n<|im_start|>user\n" + prompts.ANSWER_INSTRUCTION + POST

@@ -58,11 +58,11 @@ def test_released_image_sizing_gives_the_released_prompt():
 
 def test_a_random_weight_model_records_its_stand_in_tokenizer(family):
     from mai.models import load_model
-    from mai.tokenizer_sources import NO_OFFLINE_TOKENIZER
+    from mai.tokenizer_sources import STANDIN_TOKENIZERS
 
     lm = load_model("tiny-smolvlm", device="cpu")
     described = lm.describe()
-    assert described["tokenizer"] == NO_OFFLINE_TOKENIZER["idefics3"] and "stand-in" in described["tokenizer"]
+    assert described["tokenizer"] == STANDIN_TOKENIZERS["idefics3"] and "stand-in" in described["tokenizer"]
     assert "tokenizer" not in load_model("tiny-smollm2", device="cpu").describe()  # a real tokenizer: no note
     assert lm.eos_token_ids == [49279]  # <end_of_utterance>, the released generation_config's eos
     assert json.dumps(described)  # models.json takes it as it is

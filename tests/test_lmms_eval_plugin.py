@@ -170,10 +170,10 @@ def test_mai_single_think_on_a_checkpoint_directory(tmp_path):
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 
-    from mai.models import write_checkpoint
+    from mai.checkpoints import write_qwen3_vl
 
     checkpoint = tmp_path / "tiny-small-ckpt"
-    write_checkpoint("tiny-small", checkpoint)
+    write_qwen3_vl("tiny-small", checkpoint)
     tasks = write_tasks(tmp_path / "tasks", n=2, tasks=("mai_local_chartqa",))
     manager = TaskManager(include_path=str(tasks), include_defaults=False, model_name="mai-single")
     args = model_args(model=checkpoint, mode="think", think_tokens=6, device="cpu", dtype="float32",

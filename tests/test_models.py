@@ -1,9 +1,12 @@
 """Models: the real shapes' sizes, the checkpoint path on a saved model, and one-line user errors."""
+import json
+
 import pytest
 import torch
 from transformers import Qwen3VLForConditionalGeneration
 
-from mai import MaiError, models
+from mai import MaiError, checkpoints, model_specs, models
+from mai.families import qwen3_vl
 
 # Parameter counts of the released checkpoints' shapes (2B: about 2.13e9).
 REAL_SHAPES = {"qwen3-vl-2b": 2.128e9, "qwen3-vl-4b": 4.438e9, "qwen3-vl-8b": 8.767e9}
@@ -29,11 +32,11 @@ def test_shape_details_follow_released_configs():
 
 
 def test_labels():
-    assert models.model_label("Qwen/Qwen3-VL-8B-Instruct") == "8B"
-    assert models.model_label("qwen3-vl-2b") == "2B"
-    assert models.model_label("Qwen/Qwen3-VL-4B-Thinking") == "4B-Thinking"
-    assert models.model_label("tiny-small") == "tiny-small"
-    assert models.model_label("/tmp/tmpab2bx") == "tmpab2bx"  # no size inside a word
+    assert model_specs.model_label("Qwen/Qwen3-VL-8B-Instruct") == "8B"
+    assert model_specs.model_label("qwen3-vl-2b") == "2B"
+    assert model_specs.model_label("Qwen/Qwen3-VL-4B-Thinking") == "4B-Thinking"
+    assert model_specs.model_label("tiny-small") == "tiny-small"
+    assert model_specs.model_label("/tmp/tmpab2bx") == "tmpab2bx"  # no size inside a word
 
 
 def test_local_checkpoint_goes_through_the_real_loading_path(tiny_small, tmp_path):
@@ -98,7 +101,7 @@ def test_written_config_is_the_released_layout_and_loads_as_the_architecture(nam
 
     from transformers import AutoConfig
 
-    path = models.write_checkpoint(name, tmp_path / name, weights=False)
+    path = checkpoints.write_qwen3_vl(name, tmp_path / name, weights=False)
     assert {f.name for f in path.iterdir()} == RELEASED_FILES
     raw = json.loads((path / "config.json").read_text())
     # transformers 4.57's layout, as on the hub: rope_theta and rope_scaling in text_config, bf16.
@@ -123,7 +126,7 @@ def test_written_config_is_the_released_layout_and_loads_as_the_architecture(nam
 
 
 def test_tiny_directory_loads_through_the_checkpoint_path_with_the_same_weights(tmp_path):
-    path = models.write_checkpoint("tiny-small", tmp_path / "small", seed=3)
+    path = checkpoints.write_qwen3_vl("tiny-small", tmp_path / "small", seed=3)
     assert (path / "model.safetensors").is_file() and not (path / "model.safetensors.index.json").exists()
     loaded = models.load_model(str(path), device="cpu", dtype="bf16", max_pixels=128 * 128, min_pixels=64 * 64)
     built = models.load_model("tiny-small", device="cpu", dtype="bf16", seed=3)
@@ -133,14 +136,14 @@ def test_tiny_directory_loads_through_the_checkpoint_path_with_the_same_weights(
     assert a.keys() == b.keys()
     for key in a:
         assert torch.equal(a[key], b[key]), key
-    assert loaded.eos_token_ids == [models.IM_END_ID, models.ENDOFTEXT_ID]
+    assert loaded.eos_token_ids == [qwen3_vl.IM_END_ID, qwen3_vl.ENDOFTEXT_ID]
 
 
 def test_sharded_weights_have_an_index_that_from_pretrained_follows(tmp_path, monkeypatch):
     import json
 
-    monkeypatch.setitem(models.RELEASED_SHARDS, "tiny-large", 3)
-    path = models.write_checkpoint("tiny-large", tmp_path / "large")
+    monkeypatch.setitem(qwen3_vl.RELEASED_SHARDS, "tiny-large", 3)
+    path = checkpoints.write_qwen3_vl("tiny-large", tmp_path / "large")
     index = json.loads((path / "model.safetensors.index.json").read_text())
     shards = sorted(f.name for f in path.glob("model-*.safetensors"))
     assert shards == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
@@ -153,11 +156,11 @@ def test_sharded_weights_have_an_index_that_from_pretrained_follows(tmp_path, mo
 
 
 def test_thinking_is_recognised_by_name_and_by_the_directory_template(tmp_path):
-    think = models.write_checkpoint("tiny-small", tmp_path / "anything", thinking=True, weights=False)
-    instruct = models.write_checkpoint("tiny-small", tmp_path / "other", weights=False)
-    assert models.is_thinking(str(think)) and not models.is_thinking(str(instruct))
-    assert models.is_thinking("Qwen/Qwen3-VL-2B-Thinking") and not models.is_thinking("Qwen/Qwen3-VL-2B-Instruct")
-    assert not models.is_thinking("tiny-small")
+    think = checkpoints.write_qwen3_vl("tiny-small", tmp_path / "anything", thinking=True, weights=False)
+    instruct = checkpoints.write_qwen3_vl("tiny-small", tmp_path / "other", weights=False)
+    assert model_specs.is_thinking(str(think)) and not model_specs.is_thinking(str(instruct))
+    assert model_specs.is_thinking("Qwen/Qwen3-VL-2B-Thinking") and not model_specs.is_thinking("Qwen/Qwen3-VL-2B-Instruct")
+    assert not model_specs.is_thinking("tiny-small")
 
 
 def test_make_checkpoint_script(tmp_path):
@@ -170,7 +173,20 @@ def test_make_checkpoint_script(tmp_path):
                           "--thinking"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "qwen3-vl-2b (Thinking), no weights" in out.stdout
-    assert models.is_thinking(str(tmp_path / "2b"))
+    assert model_specs.is_thinking(str(tmp_path / "2b"))
     bad = subprocess.run([sys.executable, str(script), "qwen3-vl-3b", str(tmp_path / "x")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid choice: 'qwen3-vl-3b'" in bad.stderr
+
+
+def test_checkpoints_write_takes_the_family_it_is_given(tmp_path):
+    from mai import families
+
+    qwen2 = families.FAMILIES["qwen2"]
+    with pytest.raises(MaiError, match="^'tiny-small' is not an architecture of the qwen2 family; choose from: tiny-qwen2"):
+        checkpoints.write(qwen2, "tiny-small", tmp_path / "x", weights=False)
+    with pytest.raises(MaiError, match="^image_size sets Qwen3-VL's released pixel bounds"):
+        checkpoints.write(qwen2, "tiny-qwen2", tmp_path / "y", weights=False, image_size={"shortest_edge": 1})
+    path = checkpoints.write(qwen2, "tiny-qwen2", tmp_path / "z", weights=False)
+    marker = json.loads((path / models.WRITTEN_MARKER).read_text())
+    assert (marker["family"], marker["architecture"], marker["random_weights"]) == ("qwen2", "tiny-qwen2", False)

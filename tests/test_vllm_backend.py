@@ -14,9 +14,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from mai import MaiError, images
+from mai import MaiError, checkpoints, images
+from mai.families.qwen3_vl import IMAGE_TOKEN_ID, VOCAB_SIZE
 from mai.generation import STAGES, HFGenerator, Request, Result
-from mai.models import IMAGE_TOKEN_ID, VOCAB_SIZE
 from mai.transfer import attention_over_reasoning
 from mai.vllm_backend import (INSTALL_HINT, PrefixState, VLLMGenerator, build_prompt, output_length,
                               sampling_fields, stage_times, write_dummy_checkpoint)
@@ -107,7 +107,7 @@ def test_stage_times_from_request_metrics():
 def test_dummy_checkpoint_directory_is_the_real_shape_offline(tmp_path, chart_image):
     from transformers import AutoConfig, AutoTokenizer
 
-    from mai.models import ARCHITECTURES, checkpoint_processor, offline_processor
+    from mai.families.qwen3_vl import ARCHITECTURES, checkpoint_processor, offline_processor
 
     path = write_dummy_checkpoint("qwen3-vl-8b", tmp_path / "8b", 64 * 64, 128 * 128)
     config = AutoConfig.from_pretrained(path)
@@ -340,6 +340,6 @@ def test_only_qwen_sized_checkpoints_get_the_runs_pixel_bounds(fake_vllm, tmp_pa
 
     bounds = {"shortest_edge": 64 * 64, "longest_edge": 128 * 128}
     for name, expected in (("tiny-qwen2.5-vl", {"size": bounds}), ("tiny-gemma3", None)):
-        path = families.by_architecture(name).write_checkpoint(name, tmp_path / name, weights=False)
+        path = checkpoints.write(families.by_architecture(name), name, tmp_path / name, weights=False)
         gen = VLLMGenerator(str(path), max_pixels=128 * 128, min_pixels=64 * 64, start_engine=False)
         assert gen.engine_args.get("mm_processor_kwargs") == expected, name

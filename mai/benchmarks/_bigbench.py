@@ -17,6 +17,7 @@ every registered BIG-bench benchmark (``mai.benchmarks._bbh.BigBenchBenchmark`` 
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import subprocess
@@ -161,10 +162,6 @@ def used_tasks() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    from mai.cli import run
-
     p = argparse.ArgumentParser(prog="python -m mai.benchmarks._bigbench",
                                 description=f"Cache the BIG-bench task files MAI's benchmarks read (from {PIN}).")
     p.add_argument("--sdist", help=f"a local {SDIST} instead of downloading it from PyPI")
@@ -181,7 +178,11 @@ def main(argv: list[str] | None = None) -> None:
             n = len(json.loads(path.read_text())["examples"])
             print(f"{task}: {path} ({n} examples, sha256 {source['sha256'][:16]}..., from {source['member']})")
 
-    run(go)
+    try:
+        go()
+    except MaiError as err:  # one line, as mai.cli.run prints it (mai.cli is a layer above the benchmarks)
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(err.exit_status)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-from mai import models
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
 
-TEMPLATE = models.ASSETS / "gemma3" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
+TEMPLATE = ASSETS / "gemma3" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
 
 
 def _shape(hidden, layers, heads, kv_heads, head_dim, inter, window, scalar, v_hidden, v_layers, v_heads, v_inter,
@@ -35,8 +35,6 @@ def _shape(hidden, layers, heads, kv_heads, head_dim, inter, window, scalar, v_h
 def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_size=64, tokens_per_image=4):
     from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
     from transformers.models.gemma3.processing_gemma3 import Gemma3Processor
-
-    from mai import tokenizer_sources
 
     tokenizer = tokenizer_sources.family_tokenizer("gemma3")  # names boi/eoi/image tokens as released
     template = json.loads(TEMPLATE.read_text())["chat_template"]

@@ -14,7 +14,7 @@ chat_template.json): it writes `<|im_start|>` itself (the tokenizer adds none), 
 `huggingface` wrapper sends none by default. A turn ends at `<end_of_utterance>`, the released
 generation_config's only eos (49279).
 
-Tokenizer: a stand-in (mai.tokenizer_sources.NO_OFFLINE_TOKENIZER): SmolLM2's vocabulary + SmolVLM's named
+Tokenizer: a stand-in (mai.tokenizer_sources.STANDIN_TOKENIZERS): SmolLM2's vocabulary + SmolVLM's named
 tokens at their released ids; not the released file. SmolVLM2 (model_type `smolvlm`) is not served here:
 transformers 5.24's SmolVLMProcessor needs the num2words package, absent from this environment.
 """
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 
-from mai import models
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
 
-TEMPLATE = models.ASSETS / "smolvlm" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
+TEMPLATE = ASSETS / "smolvlm" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
 VOCAB_256M = 49280  # SmolLM2's 49,152 + SmolVLM's 128 added tokens (the stand-in tokenizer's length)
 
 
@@ -58,8 +58,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, tile=TIN
     from transformers.image_utils import PILImageResampling
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
     from transformers.models.idefics3.processing_idefics3 import Idefics3Processor
-
-    from mai import tokenizer_sources
 
     del min_pixels, max_pixels, thinking  # the processor sizes images itself; no thinking switch
     tokenizer = tokenizer_sources.load_tokenizer(tokenizer)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import functools
 import json
 
-from mai import models
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
+from mai.families.qwen3_vl import VOCAB_SIZE
 
 # The -HF chat template: `<|im_start|>{role}\n`, `<IMG_CONTEXT>\n` per image, the text, `<|im_end|>\n`; no
 # default system turn. Its source, and why it is not the verified released file: mai/assets/README.md.
-TEMPLATE = models.ASSETS / "internvl" / "chat_template.json"
+TEMPLATE = ASSETS / "internvl" / "chat_template.json"
 
 # vllm-project/recipes InternVL/InternVL3_5.md @4ff3061b ("Thinking Mode: set the system prompt to our
 # Thinking System Prompt"), the text `.strip()`ed; the same words are R1_SYSTEM_PROMPT in OpenGVLab's
@@ -57,7 +58,7 @@ def _shape(hidden, layers, heads, kv_heads, inter, v_hidden=1024, v_layers=24, v
            image_size=448, patch=14, head_dim=128, tie=False, init=0.02):
     tokens = (image_size // patch) ** 2 // 4  # pixel shuffle with downsample_ratio 0.5
     return dict(
-        text_config=dict(model_type="qwen3", vocab_size=models.VOCAB_SIZE, hidden_size=hidden,
+        text_config=dict(model_type="qwen3", vocab_size=VOCAB_SIZE, hidden_size=hidden,
                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                          head_dim=head_dim, intermediate_size=inter, max_position_embeddings=40960,
                          rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=tie,
@@ -93,8 +94,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
     the converter's settings (ImageNet mean/std), at the tiny tile size. Pixel bounds do not apply: the
     processor tiles images itself."""
     from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
-
-    from mai import tokenizer_sources
 
     del min_pixels, max_pixels, thinking
     tokenizer = tokenizer_sources.family_tokenizer("internvl")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import json
 
-from mai import models
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
 
-TEMPLATE = models.ASSETS / "llava-onevision" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
+TEMPLATE = ASSETS / "llava-onevision" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
 
 
 def _shape(hidden, layers, heads, kv_heads, inter, vocab, v_hidden, v_layers, v_heads, v_inter, image_size, patch,
@@ -62,8 +62,6 @@ def offline_processor(min_pixels=None, max_pixels=None, thinking=False, image_si
                       pinpoints=TINY_PINPOINTS):
     from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
         LlavaOnevisionImageProcessorPil)
-
-    from mai import tokenizer_sources
 
     tokenizer = tokenizer_sources.family_tokenizer("llava_onevision")
     template = json.loads(TEMPLATE.read_text())["chat_template"]

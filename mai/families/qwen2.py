@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 import json
 
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
 
 # Qwen2.5-Coder-0.5B-Instruct's tokenizer.chat_template, verbatim (source in mai/assets/README.md).
 TEMPLATE = "qwen2.5-coder"
@@ -25,10 +26,8 @@ TEMPLATE = "qwen2.5-coder"
 
 @functools.cache
 def _tokenizer():
-    from mai import models, tokenizer_sources
-
     tokenizer = tokenizer_sources.load_tokenizer("qwen2.5")
-    tokenizer.chat_template = json.loads((models.ASSETS / TEMPLATE / "chat_template.json").read_text())["chat_template"]
+    tokenizer.chat_template = json.loads((ASSETS / TEMPLATE / "chat_template.json").read_text())["chat_template"]
     return tokenizer
 
 

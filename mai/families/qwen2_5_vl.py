@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 
-from mai import models
-from mai.families import Family, register, without_video_processor
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register, without_video_processor
+from mai.families.qwen3_vl import (IMAGE_TOKEN_ID, MAX_PIXELS, MIN_PIXELS, VIDEO_TOKEN_ID, VISION_END_ID,
+                                   VISION_START_ID, VOCAB_SIZE)
 
-TEMPLATE = models.ASSETS / "qwen2.5-vl" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
+TEMPLATE = ASSETS / "qwen2.5-vl" / "chat_template.json"  # verbatim; sources in mai/assets/README.md
 CLIP_MEAN, CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
 
 
 def _shape(hidden, layers, heads, kv_heads, inter, tie, v_depth, v_hidden, v_inter, v_heads, mrope, fullatt,
-           init=0.02, window=112, vocab=models.VOCAB_SIZE):
+           init=0.02, window=112, vocab=VOCAB_SIZE):
     return dict(
         text_config=dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, intermediate_size=inter,
@@ -30,8 +32,8 @@ def _shape(hidden, layers, heads, kv_heads, inter, tie, v_depth, v_hidden, v_int
                            out_hidden_size=hidden, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
                            window_size=window, fullatt_block_indexes=list(fullatt), initializer_range=init,
                            tokens_per_second=2),
-        image_token_id=models.IMAGE_TOKEN_ID, video_token_id=models.VIDEO_TOKEN_ID,
-        vision_start_token_id=models.VISION_START_ID, vision_end_token_id=models.VISION_END_ID,
+        image_token_id=IMAGE_TOKEN_ID, video_token_id=VIDEO_TOKEN_ID,
+        vision_start_token_id=VISION_START_ID, vision_end_token_id=VISION_END_ID,
         tie_word_embeddings=tie)
 
 
@@ -42,16 +44,10 @@ def _processor_class():
 
 
 def _tokenizer():
-    try:
-        from mai import tokenizer_sources
-    except ImportError:  # before mai.tokenizer_sources: Qwen3's files, whose ids of these tokens are equal
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(models.tokenizer_dir()))
     return tokenizer_sources.family_tokenizer("qwen2_5_vl")
 
 
-def offline_processor(min_pixels=models.MIN_PIXELS, max_pixels=models.MAX_PIXELS, thinking=False):
+def offline_processor(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, thinking=False):
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     template = json.loads(TEMPLATE.read_text())["chat_template"]

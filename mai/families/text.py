@@ -8,7 +8,7 @@ Qwen3's template has the `enable_thinking` switch: the Simple prompt and the sec
 Tokenizers are the real ones where a package ships them (mai.tokenizer_sources): Qwen3's files, SmolLM2's
 and Gemma 3's from their GGUF packages. Tiny random-weight shapes run in seconds on a CPU, with the real
 vocabularies so that the real tokenizers fit; their weights are drawn wide (std 0.5) for the same reason
-as Qwen3-VL's tiny pair in mai.models: at 0.02 a tiny model repeats one token whatever it is shown. The
+as Qwen3-VL's tiny pair in mai.families.qwen3_vl: at 0.02 a tiny model repeats one token whatever it is shown. The
 released shapes keep the released configs' values, init included (each names its source).
 """
 from __future__ import annotations
@@ -16,7 +16,9 @@ from __future__ import annotations
 import functools
 import json
 
-from mai.families import Family, register
+from mai import tokenizer_sources
+from mai.families.family import ASSETS, Family, register
+from mai.tokenizer_sources import qwen_tokenizer_dir
 
 
 # Each family's released chat template, verbatim (sources in mai/assets/README.md).
@@ -25,16 +27,12 @@ TEMPLATES = {"llama": "smollm2", "gemma3_text": "gemma3"}
 
 @functools.cache
 def _tokenizer(model_type: str):
-    from mai import models
-
     if model_type == "qwen3":  # Qwen3's own files, with Qwen3's text template (it has enable_thinking)
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(models.tokenizer_dir()))
-    from mai import tokenizer_sources
-
+        return AutoTokenizer.from_pretrained(str(qwen_tokenizer_dir()))
     tokenizer = tokenizer_sources.family_tokenizer(model_type)
-    path = models.ASSETS / TEMPLATES[model_type] / "chat_template.json"
+    path = ASSETS / TEMPLATES[model_type] / "chat_template.json"
     tokenizer.chat_template = json.loads(path.read_text())["chat_template"]
     return tokenizer
 

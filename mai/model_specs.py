@@ -1,0 +1,66 @@
+"""What a model spec names, before anything is loaded: its table label ("8B", "2B-S"), whether it is a
+Thinking checkpoint, whether it is a path or hub id, and which family a checkpoint directory belongs to.
+
+A model spec is a random-weight architecture name (a key of some family's architectures), a real
+checkpoint by name (mai.real_checkpoints.REAL_PAIR), or a hub id / local path of a checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from mai import MaiError, families
+
+# Short labels used in tables ("2B-S", "8B-R"), for the real checkpoints and the random shapes alike.
+_LABEL_PATTERN = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)B(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def model_label(spec: str) -> str:
+    """'Qwen/Qwen3-VL-8B-Instruct' -> '8B'; 'qwen3-vl-2b' -> '2B'; 'tiny-small' -> 'tiny-small'."""
+    if spec.startswith("tiny") and spec in families.architectures():
+        return spec
+    match = _LABEL_PATTERN.search(Path(spec.rstrip("/")).name)
+    label = match.group(1).upper() + "B" if match else Path(spec.rstrip("/")).name
+    return label + ("-Thinking" if "thinking" in Path(spec.rstrip("/")).name.lower() else "")
+
+
+def is_thinking(spec: str, family: families.Family | None = None) -> bool:
+    """A Thinking checkpoint: by its name (Qwen/Qwen3-VL-8B-Thinking), or, for a local directory of any
+    name, by its chat template, which holds the family's thinking marker (Qwen3-VL: a generation prompt
+    that opens <think>, which the Instruct template's does not; Qwen3: the enable_thinking switch)."""
+    family = family or families.default()
+    folder = Path(spec.rstrip("/"))
+    if "thinking" in folder.name.lower():  # the name, not the folders above it
+        return True
+    if family.thinking_system_prompt is not None:  # thinks when its Think prompt's system turn asks (InternVL3.5)
+        return True
+    if family.thinking_marker is None:
+        return False
+    template = None
+    if (folder / "chat_template.jinja").is_file():
+        template = (folder / "chat_template.jinja").read_text()
+    else:
+        for name in ("chat_template.json", "tokenizer_config.json"):
+            if (folder / name).is_file():
+                template = json.loads((folder / name).read_text()).get("chat_template")
+                if template:
+                    break
+    return isinstance(template, str) and family.thinking_marker in template
+
+
+def is_local_or_hub_id(spec: str) -> bool:
+    return Path(spec).exists() or "/" in spec
+
+
+def checkpoint_family(spec: str) -> families.Family:
+    """The family of a checkpoint, by its config.json's model_type (one line naming the supported ones
+    when it is none of them)."""
+    from transformers import AutoConfig
+
+    try:
+        model_type = AutoConfig.from_pretrained(spec).model_type
+    except ValueError as err:  # a model_type transformers itself does not know
+        raise MaiError(f"cannot read the config of '{spec}' ({str(err).splitlines()[0]}); supported model "
+                       f"types: {families.supported()}") from None
+    return families.by_model_type(model_type)
