@@ -430,25 +430,31 @@ class VLLMGenerator:
 
     def _capture_inputs(self, state: PrefixState, vllm_prompt_tokens: int, post_prompt: str, query: str):
         """The transformers inputs over prompt + reasoning (+ suffix), and where the reasoning starts."""
-        import torch
-
-        lm = self.loaded
-        images = images_mod.prepare(state.images, lm.processor, lm.family)  # a no-op on images build_prompt resized
-        inputs = dict(lm.family.encode(lm.processor, [state.prompt], images))
-        start = inputs["input_ids"].shape[1]
+        inputs, start = capture_inputs(self.loaded, state, post_prompt, query)
         if start != vllm_prompt_tokens and not self._warned:
             self._warned = True
             print(f"warning: the transformers processor gives {start} prompt tokens where vLLM gave "
                   f"{vllm_prompt_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
-        parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
-        if query == "answer":
-            parts.append(torch.tensor([prompts.second_stage_suffix_ids(
-                lm.processor, len(state.images), state.first_text, post_prompt, lm.thinking, lm.family)]))
-        ids = torch.cat(parts, dim=1)
-        vision = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
-        if "pixel_values" in vision:
-            vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
-        for key in lm.family.token_inputs:  # the prompt's own values, text (0) after it
-            vision[key] = torch.zeros_like(ids)
-            vision[key][:, :start] = inputs[key]
-        return dict(input_ids=ids, **vision), start
+        return inputs, start
+
+
+def capture_inputs(lm, state: PrefixState, post_prompt: str, query: str) -> tuple[dict, int]:
+    """A transformers model's (lm: mai.models.LoadedModel) inputs over a vLLM first stage's prompt + reasoning
+    (+ the second stage's suffix when query == "answer"), and where the reasoning starts."""
+    import torch
+
+    images = images_mod.prepare(state.images, lm.processor, lm.family)  # a no-op on images build_prompt resized
+    inputs = dict(lm.family.encode(lm.processor, [state.prompt], images))
+    start = inputs["input_ids"].shape[1]
+    parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
+    if query == "answer":
+        parts.append(torch.tensor([prompts.second_stage_suffix_ids(
+            lm.processor, len(state.images), state.first_text, post_prompt, lm.thinking, lm.family)]))
+    ids = torch.cat(parts, dim=1)
+    vision = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
+    if "pixel_values" in vision:
+        vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
+    for key in lm.family.token_inputs:  # the prompt's own values, text (0) after it
+        vision[key] = torch.zeros_like(ids)
+        vision[key][:, :start] = inputs[key]
+    return dict(input_ids=ids, **vision), start
