@@ -499,7 +499,9 @@ def add_scale_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--shard", help="I/N: run only the I-th (0-based) of N deterministic shards of the examples, "
                    "in run <run-name>-shardIofN; merge them with python -m analysis.merge_shards")
     g.add_argument("--gpu-memory-utilization", type=float, default=0.85,
-                   help="vllm: fraction of GPU memory for both models together, half each (default 0.85)")
+                   help="vllm: fraction of GPU memory for both models together, half each (default 0.85); on vLLM's "
+                        "CPU backend, of the memory available at start, the most each model's KV cache may take "
+                        "(mai/vllm_cpu_memory.py)")
     g.add_argument("--max-model-len", type=int, default=16384, help="vllm: longest prompt + output (default 16384)")
     g.add_argument("--vllm-eager", action="store_true",
                    help="vllm: no CUDA graphs or compilation (starts faster, decodes slower)")
@@ -557,19 +559,19 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
             check_sparse_layer(config, small_model)
         return HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
 
-    from mai.vllm_backend import VLLMGenerator
+    from mai.vllm_backend import VLLMGenerator, start_engines
 
     n_layers = text_layers(args.small) if config is not None and config.sparse is not None else None
     if n_layers is not None:
         check_sparse_layer(config, n_layers)
-    generators = []
-    for spec in (args.small, args.large):
-        gen = VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
-                            gpu_memory_utilization=args.gpu_memory_utilization / 2,
-                            max_model_len=args.max_model_len, enforce_eager=args.vllm_eager,
-                            hf_device=args.device, **pixel_kwargs(args))
+    generators = [VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
+                                gpu_memory_utilization=args.gpu_memory_utilization / 2,
+                                max_model_len=args.max_model_len, enforce_eager=args.vllm_eager,
+                                hf_device=args.device, start_engine=False, **pixel_kwargs(args))
+                  for spec in (args.small, args.large)]
+    start_engines(generators)  # on vLLM's CPU backend both memory shares are fixed before either engine starts
+    for gen in generators:
         record_model(store, gen.label, gen.describe())
-        generators.append(gen)
     return tuple(generators)
 
 

@@ -31,8 +31,9 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from mai import MaiError
-from mai.generation import HFGenerator, Request, Result, _sync
+from mai.generation import HFGenerator, Request, Result
 from mai.models import LoadedModel
+from mai.stage_timing import sync
 
 
 class DraftCounter:
@@ -61,13 +62,13 @@ class DraftCounter:
         get_candidates, update = generator.get_candidates, generator.update_candidate_strategy
 
         def counted_get_candidates(input_ids, **kw):
-            _sync(self.device)
+            sync(self.device)
             t0, self.drafting = time.perf_counter(), True
             try:
                 candidates, logits = get_candidates(input_ids, **kw)
             finally:
                 self.drafting = False
-                _sync(self.device)
+                sync(self.device)
                 self.seconds += time.perf_counter() - t0
             self._start = input_ids.shape[1]
             self._offered = candidates[0, self._start:].tolist()  # [k] the draft's proposal

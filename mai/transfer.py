@@ -34,7 +34,8 @@ import torch
 from mai import prompts
 from mai.attention import (SparseOptions, capture_attention, mass_fraction, reasoning_weights, select_by_mass,
                            sparse_text)
-from mai.generation import HFGenerator, Result, _sync
+from mai.generation import HFGenerator, Result
+from mai.stage_timing import sync
 
 QUERIES = ("answer", "reasoning_end")
 SOURCES = ("second stage", "cache", "forward")  # where a row was captured (see the module doc)
@@ -147,11 +148,11 @@ def capture_on_cache(generator: HFGenerator, first: Result, post_prompt: str, la
     for name, value in first.position_state.items():
         setattr(lm.model.model, name, value)
     text = {k: torch.zeros_like(feed) for k in lm.family.token_inputs}  # the fed tokens are text
-    _sync(device)
+    sync(device)
     t0 = time.perf_counter()
     with torch.inference_mode(), capture_attention(lm.model, layers) as cap:
         lm.model(input_ids=feed, cache=cache, use_cache=True, **text)
-    _sync(device)
+    sync(device)
     seconds = time.perf_counter() - t0
     rows = {layer: row.float().cpu() for layer, row in cap.rows.items()}
     return ReasoningAttention(reasoning, first.input_tokens, rows, int(ids.shape[1]), seconds, query, "cache", reuse)
@@ -192,11 +193,11 @@ def capture_reasoning(model, inputs: dict, start: int, reasoning_ids: list[int],
     device = next(model.parameters()).device
     inputs = {k: (v.to(device) if torch.is_tensor(v) else v) for k, v in inputs.items()}
     inputs.setdefault("attention_mask", torch.ones_like(inputs["input_ids"]))
-    _sync(device)
+    sync(device)
     t0 = time.perf_counter()
     with torch.inference_mode(), capture_attention(model, layers) as cap:
         model(**inputs, use_cache=False)
-    _sync(device)
+    sync(device)
     seconds = time.perf_counter() - t0
     rows = {layer: row.float().cpu() for layer, row in cap.rows.items()}
     return ReasoningAttention(list(reasoning_ids), start, rows, int(inputs["input_ids"].shape[1]), seconds, query)

