@@ -84,17 +84,38 @@ def _data_files(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+# What --benchmarks and --models take, read from the registries when a parser is built: a benchmark's file
+# in mai/benchmarks/ or a family's in mai/families/ shows up in --help and in the errors with no edit here.
+def benchmark_names() -> list[str]:
+    """The registered benchmarks, in their listing order (mai.benchmarks.BENCHMARKS)."""
+    from mai.benchmarks import BENCHMARKS
+
+    return list(BENCHMARKS)
+
+
+def architecture_names() -> str:
+    """'family: arch, arch; family: ...' over the registered families' random-weight architectures."""
+    from mai import families
+
+    return "; ".join(f"{f.name}: {', '.join(f.architectures)}" for f in families.all_families() if f.architectures)
+
+
+def real_pair() -> tuple[str, ...]:
+    from mai.real_checkpoints import REAL_PAIR
+
+    return tuple(REAL_PAIR)
+
+
 def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p = _Parser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(presets), default="paper",
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's); cpu-real: real Qwen2.5-Coder "
                         "0.5B/1.5B-Instruct weights on real BIG-bench tasks, on a CPU")
-    p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
-                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b, or another family's: "
-                   "README, Model families); two name the small and the large model of a pair")
-    p.add_argument("--benchmarks", type=csv_list, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
-                   "mmbench, synth-chartqa, synth-pope")
+    p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths, real "
+                   f"checkpoints ({', '.join(real_pair())}) or random-weight architectures, by family: "
+                   f"{architecture_names()}; two name the small and the large model of a pair")
+    p.add_argument("--benchmarks", type=csv_list, help=f"comma-separated: {', '.join(benchmark_names())}")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
                    help="read a benchmark from local parquet files in the hub schema instead of the hub")
@@ -200,7 +221,7 @@ def check_names(args: argparse.Namespace) -> None:
                     or is_local_or_hub_id(spec)):
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
                                f"a local checkpoint directory, a real checkpoint ({', '.join(REAL_PAIR)}) "
-                               f"or a random-weight architecture: {', '.join(architectures)}")
+                               f"or a random-weight architecture, by family: {architecture_names()}")
     small, large = getattr(args, "small", None), getattr(args, "large", None)
     if small and large and model_label(small) == model_label(large):  # results, costs and tables key on it
         raise MaiError(f"the small and the large model would both be labelled '{model_label(small)}' ({small}, "
