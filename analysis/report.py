@@ -258,8 +258,8 @@ def main(build, doc: str, argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent),
-                    help="where paper_tables/ and figures/ go (default: the repository)")
+    ap.add_argument("--report-dir", help="where paper_tables/ and figures/ go (default: RUN_DIR/report; the "
+                    "repository's own: --report-dir .)")
     args = ap.parse_args(argv)
-    out = build(args.run_dir, args.report_dir)
+    out = build(args.run_dir, args.report_dir or Path(args.run_dir) / "report")
     print(out["markdown"] if isinstance(out, dict) else out)

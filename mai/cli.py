@@ -135,8 +135,10 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",
                    help="image pixel bounds of lmms-eval's Qwen3-VL wrappers (mai.images): simple, 200,704 to "
                         "1,605,632 (default); chat, 4,096 to 16,777,216")
-    p.add_argument("--report-dir", default=str(REPO_ROOT),
-                   help="where paper_tables/ and figures/ are written (default: the repository)")
+    # Not the repository by default: a run must not rewrite the committed paper_tables/ and figures/ behind
+    # the user's back; scripts/regenerate.py passes the repository to rebuild them.
+    p.add_argument("--report-dir", help="where paper_tables/ and figures/ are written (default: report/ in the run "
+                   "directory, <out>/<experiment>/<run-name>/report; the repository's own: --report-dir .)")
     return p
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from mai.cli import cascade_config, check_sparse_layer, parse_shard, text_layers
 
+# Where a run's tables and figures go unless --report-dir says otherwise: <out>/<experiment>/<run-name>/report/.
+REPORT = "report"
+
 
 def load_examples(args: argparse.Namespace, store=None) -> list:
     """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
@@ -44,6 +47,8 @@ def open_run(experiment: str, args: argparse.Namespace, **extra):
                                                        getattr(args, "max_pixels", None)))
     # Where each benchmark was read from is known only once it is loaded: load_examples adds "datasets".
     store = RunStore(args.out, experiment, args.run_name, config)
+    if getattr(args, "report_dir", None) is None:  # the run's own report/, never the committed tables
+        args.report_dir = str(store.dir / REPORT)
     tracker = Tracker(args.wandb, store.dir, name=f"{experiment}/{args.run_name}", group=experiment,
                       config=config)
     return store, tracker
