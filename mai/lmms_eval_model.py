@@ -25,6 +25,11 @@ and, for our own tasks, our score of the returned text (its benchmark's ``score`
 
 Token counts given to lmms-eval: input and output tokens of every call of both models together; the
 small model's reasoning tokens as ``reasoning_tokens``.
+
+Resuming: a run name whose directory holds rows (a killed run) answers only the requests without one; the
+others get the text and token counts their rows recorded. Several processes (``accelerate launch
+--num_processes N -m lmms_eval``): each takes its rank and world size from accelerate (``_Base._processes``),
+lmms-eval hands it its share of the documents, and it writes its rows into ``<run_name>-rank<I>of<N>``.
 """
 from __future__ import annotations
 
@@ -36,8 +41,8 @@ from tqdm.auto import tqdm
 from mai import MaiError, metrics
 from mai.answers import Matcher
 from mai.cli import check_sparse_layer
-from mai.lmms_eval_requests import (Agreement, Item, agreement_for, base_row, by_task, check_text_only, items_of,
-                                    returned_text, task_metrics, task_of)
+from mai.lmms_eval_requests import (Agreement, Item, agreement_for, base_row, by_task, check_text_only, item_key,
+                                    items_of, returned_text, task_metrics, task_of)
 
 
 def manifests():
@@ -101,26 +106,27 @@ def cascade_config(args: dict):
 # The run directory
 # ---------------------------------------------------------------------------------------------------
 
-def open_store(args: dict, system: str, extra: dict):
-    """<out>/lmms_eval/<run_name>/ with config.json; a run name that already holds rows is refused (lmms-eval
-    needs every answer again, so rows are never mixed from two runs)."""
+def open_store(args: dict, run_name: str, system: str, extra: dict):
+    """<out>/lmms_eval/<run_name>/ with config.json. A run name that already holds rows resumes: their
+    requests are not answered again (see _Base._run); one with another configuration is refused in one line
+    (mai.results.RunStore)."""
     from importlib import metadata
 
     from mai.results import RunStore, provenance
 
-    run_name = args["run_name"] or f"{system}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     config = dict(system=system, model_args={k: v for k, v in args.items() if k not in ("out", "run_name")},
                   lmms_eval=metadata.version("lmms_eval"), provenance=provenance(args["device"]),
                   scoring=dict(returned=("reasoning blocks stripped with lmms-eval's CLI default tags "
                                          f"{[list(p) for p in metrics.REASONING_TAGS]}"),
                                ours=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT} (mai/benchmarks/)"),
                   **extra)
-    store = RunStore(args["out"], "lmms_eval", str(run_name), config)
-    if store.rows():
-        store.close()
-        raise MaiError(f"{store.dir} already holds rows; pass another run_name (lmms-eval asks for every answer "
-                       "again, and one run directory holds one run)")
-    return store
+    return RunStore(args["out"], "lmms_eval", str(run_name), config)
+
+
+def is_padding(request) -> bool:
+    """A copy lmms-eval 0.7.3 adds so that every process runs as many requests as the busiest one
+    (lmms_eval/evaluator.py, _clone_padding_request: metadata "__padding_only__"); its answer is dropped."""
+    return bool((getattr(request, "metadata", None) or {}).get("__padding_only__"))
 
 
 def load_generator(spec: str, args: dict):
@@ -150,6 +156,7 @@ def _error_row(item: Item, system: str, err: BaseException) -> dict:
 
 
 def _build_classes() -> dict:
+    import torch
     from lmms_eval.api.instance import GenerationResult, TokenCounts
     from lmms_eval.api.model import lmms
 
@@ -162,39 +169,85 @@ def _build_classes() -> dict:
         is_simple = True
         system = ""
 
+        def _processes(self) -> None:
+            """This process's rank among the processes lmms-eval runs in, as lmms-eval 0.7.3's own models read
+            it (models/simple/qwen3_vl.py: an accelerate Accelerator, its process index and num_processes as
+            _rank and _world_size, a GPU each); the evaluator gives each rank every world_size-th document
+            (Task.build_all_requests(rank, world_size)) and gathers through self.accelerator. Each rank
+            writes its own rows, in <run_name>-rank<I>of<N>; the run name is rank 0's."""
+            from accelerate import Accelerator
+
+            self.accelerator = Accelerator()
+            self._world_size = self.accelerator.num_processes
+            self._rank = self.accelerator.process_index
+            name = self.args["run_name"] or f"{self.system}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            if self._world_size > 1:
+                from accelerate.utils import broadcast_object_list
+
+                name = broadcast_object_list([name], from_process=0)[0]  # one name for every rank's rows
+                name = f"{name}-rank{self._rank}of{self._world_size}"
+                if self.args["device"] in (None, "auto") and torch.cuda.is_available():
+                    self.args["device"] = f"cuda:{self.accelerator.local_process_index}"
+            self.run_name = name
+
+        @property
+        def device(self):
+            """Where the evaluator puts the tensors it gathers across ranks: the (first) model's device."""
+            return self.generators()[0].loaded.device
+
         def loglikelihood(self, requests):
             raise MaiError(f"{self.system} generates answers; tasks of output_type loglikelihood are not supported")
 
         def generate_until_multi_round(self, requests):
             raise MaiError(f"{self.system} answers single-turn tasks; multi-round generation is not supported")
 
+        def _open(self, items: list[Item]) -> None:
+            agreement = {t: self.agreement(items[ix[0]]).describe for t, ix in by_task(items).items()}
+            self.store = open_store(self.args, self.run_name, self.system,
+                                    dict(self.run_config(), tasks=sorted(agreement), agreement=agreement))
+            self.store.write_json("models.json", self.models)
+
         def _run(self, requests, answer_chunk) -> list:
             """Every request, task by task, `batch_size` at a time: answer_chunk(items) -> [(raw, row, counts)];
             rows are written as each chunk completes; a chunk that raises is rerun one request at a time
-            and a request that still fails becomes an error row and an empty answer."""
-            items = items_of(requests, self.task_dict, self.args["simple_tokens"])
+            and a request that still fails becomes an error row and an empty answer. A request whose row
+            the run directory already holds (a resumed run) is answered from it, not again; lmms-eval's
+            padding copies get an empty answer and no row."""
+            out: list = [GenerationResult(text="", token_counts=TokenCounts())] * len(requests)
+            asked = [i for i, r in enumerate(requests) if not is_padding(r)]
+            items = items_of([requests[i] for i in asked], self.task_dict, self.args["simple_tokens"])
             check_text_only(items, self.generators())
             if self.store is None:
-                agreement = {t: self.agreement(items[ix[0]]).describe for t, ix in by_task(items).items()}
-                self.store = open_store(self.args, self.system, dict(self.run_config(), tasks=sorted(agreement),
-                                                                       agreement=agreement))
-                self.store.write_json("models.json", self.models)
-            out: list = [None] * len(items)
-            groups = [c for ix in by_task(items).values() for c in chunks(ix, self.args["batch_size"])]
-            for chunk in tqdm(groups, desc=self.system, unit="batch"):
-                try:
-                    done = list(zip(chunk, answer_chunk([items[i] for i in chunk])))
-                except Exception:  # find the request that fails, keep the others
-                    done = []
-                    for i in chunk:
-                        try:
-                            done.append((i, answer_chunk([items[i]])[0]))
-                        except Exception as err:
-                            done.append((i, ("", _error_row(items[i], self.system, err), TokenCounts())))
-                for i, (returned, row, counts) in done:
+                self._open(items)
+            rows = {row["key"]: row for row in self.store.rows()}
+            todo = []
+            for i, item in zip(asked, items):
+                row = rows.get(item_key(item, self.system))
+                if row is None:
+                    todo.append((i, item))
+                else:
+                    out[i] = GenerationResult(text=row["returned"], token_counts=TokenCounts(**row.get("token_counts", {})))
+            by_index = dict(todo)
+            groups = [c for ix in by_task([item for _, item in todo]).values()
+                      for c in chunks([todo[k][0] for k in ix], self.args["batch_size"])]
+            for chunk in tqdm(groups, desc=self.system, unit="batch", disable=self.rank != 0):
+                for i, (returned, row, counts) in self._answer_chunk(chunk, by_index, answer_chunk):
+                    row["token_counts"] = counts.to_dict()  # what lmms-eval got, for a resumed run
                     self.store.append(row)
                     out[i] = GenerationResult(text=returned, token_counts=counts)
             return out
+
+        def _answer_chunk(self, chunk: list[int], items: dict, answer_chunk) -> list:
+            try:
+                return list(zip(chunk, answer_chunk([items[i] for i in chunk])))
+            except Exception:  # find the request that fails, keep the others
+                done = []
+                for i in chunk:
+                    try:
+                        done.append((i, answer_chunk([items[i]])[0]))
+                    except Exception as err:
+                        done.append((i, ("", _error_row(items[i], self.system, err), TokenCounts())))
+                return done
 
         def agreement(self, item: Item) -> Agreement:
             raise NotImplementedError
@@ -212,6 +265,7 @@ def _build_classes() -> dict:
             self.args = parse_args("mai", kwargs, MAI_ARGS)
             self.config = cascade_config(self.args)
             agreement_for(None, [], self.args["agree"])  # a wrong agree stops before any model loads
+            self._processes()
             self.small = load_generator(self.args["small"], self.args)
             self.large = load_generator(self.args["large"], self.args)
             check_sparse_layer(self.config, self.small.loaded)
@@ -260,6 +314,7 @@ def _build_classes() -> dict:
             self.args = parse_args("mai-single", kwargs, SINGLE_ARGS)
             if self.args["mode"] not in ("simple", "think"):
                 raise MaiError(f"mode must be simple or think, got {self.args['mode']!r}")
+            self._processes()
             self.generator = load_generator(self.args["model"], self.args)
             self.models = {self.generator.loaded.label: self.generator.loaded.describe()}
             self.store = None

@@ -41,6 +41,7 @@ from typing import Any
 
 from mai import MaiError, metrics
 from mai.answers import AGREE_RULES, AGREEMENTS, Matcher, default_agreement
+from mai.results import row_key
 
 TASK_BENCHMARKS = {"chartqa": "chartqa", "pope": "pope", "infovqa_val": "infovqa", "realworldqa": "realworldqa",
                    "mmbench_en_dev": "mmbench", "mmbench_en_dev_static": "mmbench"}
@@ -232,14 +233,17 @@ def by_task(items: list[Item]) -> dict[str, list[int]]:
     return groups
 
 
+def item_key(item: Item, system: str) -> str:
+    """The key of a request's row: a resumed run answers only the requests without one."""
+    return row_key(item.task, item.split, item.doc_id, system)
+
+
 def base_row(item: Item, system: str, raw: str, returned: str) -> dict:
     """Our row of one request: what was asked, the raw output and what lmms-eval got; for our own tasks,
     our score of the returned text, its references and the meta its aggregate reads."""
-    from mai.results import row_key
-
     task = task_of(item.doc_to_visual)
     target = task.doc_to_target(item.doc) if task is not None else None
-    row = dict(key=row_key(item.task, item.split, item.doc_id, system), example_id=f"{item.task}/{item.doc_id}",
+    row = dict(key=item_key(item, system), example_id=f"{item.task}/{item.doc_id}",
                benchmark=item.task, system=system, doc_id=item.doc_id, split=item.split, question=item.context,
                target=target if isinstance(target, (str, int, float, list)) else str(target),
                prediction=raw, returned=returned, error=None)
