@@ -39,8 +39,8 @@ no image is shown and the vision-encoder stage is reported absent, not as 0 ms),
 threads mai.real_checkpoints records, a Simple-prompt-sized and a transfer-prompt-sized question.
 
 Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
-paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and
-figures/table3_stage_times*.png. Running the same command again resumes; a resumed model repeats its
+and into its report/ (or --report-dir) paper_tables/table3_stage_times*.{md,tex},
+paper_tables/table4_per_token_cost*.{md,tex} and figures/table3_stage_times*.png. Running the same command again resumes; a resumed model repeats its
 warm-up (unrecorded) before its remaining timed runs. Rebuild the tables alone with
 `python -m analysis.table03 runs/03_stage_profiling/<run>`.
 """

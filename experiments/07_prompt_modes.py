@@ -5,8 +5,8 @@ Think (R) prompt, on ChartQA, POPE, InfoVQA, RealWorldQA and MMBench.
     python experiments/07_prompt_modes.py --preset cpu     # tiny random models, synthetic data, CPU
     python experiments/07_prompt_modes.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, BIG-bench tasks, CPU
 
-Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, paper_tables/table7_prompt_modes*.{md,tex}
-and figures/table7_prompt_modes*.png. Running the same command again resumes.
+Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, and into its report/ (or --report-dir)
+paper_tables/table7_prompt_modes*.{md,tex} and figures/table7_prompt_modes*.png. Running the same command again resumes.
 """
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ prompt, on the benchmarks (the paper: transfer beats 8B-S on 4 of 6 tasks).
     python experiments/08_reasoning_transfer.py --preset cpu     # tiny random models, synthetic data
     python experiments/08_reasoning_transfer.py --preset cpu-real   # real 0.5B -> 1.5B, BIG-bench tasks
 
-Writes runs/08_reasoning_transfer/<run>/, paper_tables/table8_reasoning_transfer*.{md,tex} and
-figures/table8_reasoning_transfer*.png; resumes.
+Writes runs/08_reasoning_transfer/<run>/, and into its report/ (or --report-dir)
+paper_tables/table8_reasoning_transfer*.{md,tex} and figures/table8_reasoning_transfer*.png; resumes.
 """
 from __future__ import annotations
 

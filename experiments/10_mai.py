@@ -32,7 +32,8 @@ latency model's prediction (analysis/latency_model.py) beside each measured late
 One untimed call of each model (a short Simple answer to the first example) comes before the timed rows,
 so one-time costs (allocator, kernel selection, lazy initialisation) stay out of them.
 
-Writes runs/10_mai/<run>/, paper_tables/table10_mai*.{md,tex} and figures/table10_mai*.png; resumes.
+Writes runs/10_mai/<run>/, and into its report/ (or --report-dir) paper_tables/table10_mai*.{md,tex} and
+figures/table10_mai*.png; resumes.
 """
 from __future__ import annotations
 

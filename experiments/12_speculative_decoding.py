@@ -14,8 +14,8 @@ the large one (full reasoning transfer). One untimed warm-up of each comes first
 The draft sees the image (mai.speculative explains why transformers 5.24 would not show it);
 --blind-draft runs the library as it is.
 
-Writes runs/12_speculative_decoding/<run>/, paper_tables/table12_speculative*.{md,tex} and
-figures/table12_speculative*.png. Running the same command again resumes.
+Writes runs/12_speculative_decoding/<run>/, and into its report/ (or --report-dir)
+paper_tables/table12_speculative*.{md,tex} and figures/table12_speculative*.png. Running the same command again resumes.
 """
 from __future__ import annotations
 
