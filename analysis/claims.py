@@ -232,12 +232,13 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="cpu-real", help="the run name of every experiment read (default cpu-real)")
     ap.add_argument("--runs", default="runs", help="runs directory (default: runs)")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
-    ap.add_argument("--readme", action="store_true", help="also replace the README's copy of the table")
+    ap.add_argument("--report-dir", help="where paper_tables/ goes (default: RUNS/claims/PRESET; the repository's "
+                    "own: --report-dir .)")
+    ap.add_argument("--readme", action="store_true", help="also replace the repository README's copy of the table")
     args = ap.parse_args(argv)
-    out = build(Path(args.runs), args.preset, args.report_dir)
+    out = build(Path(args.runs), args.preset, args.report_dir or Path(args.runs) / "claims" / args.preset)
     if args.readme:
-        update_readme(Path(args.report_dir) / "README.md", out["markdown"])
+        update_readme(Path(__file__).resolve().parent.parent / "README.md", out["markdown"])
     print(out["markdown"])
 
 

@@ -99,13 +99,14 @@ def main(argv=None):
     ap.add_argument("--out", help="merged run directory (default: beside the shards, without -shardIofN)")
     ap.add_argument("--allow-partial", action="store_true", help="merge even if some shards are missing")
     ap.add_argument("--no-table", action="store_true", help="only merge; do not build the experiment's table")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("--report-dir", help="where the table goes (default: the merged run's report/; the "
+                    "repository's own: --report-dir .)")
     a = ap.parse_args(argv)
     out = merge_shards(a.run_dirs, a.out, a.allow_partial)
     print(f"merged {len(a.run_dirs)} shard(s), {len(read_rows(out))} rows: {out}")
     module = _TABLES.get(json.loads((out / CONFIG).read_text()).get("experiment"))
     if module and not a.no_table:
-        outputs = importlib.import_module(f"analysis.{module}").build(out, a.report_dir)
+        outputs = importlib.import_module(f"analysis.{module}").build(out, a.report_dir or out / "report")
         print("\n" + outputs["markdown"])
     return out
 

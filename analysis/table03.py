@@ -314,11 +314,12 @@ def _plot(agg: pd.DataFrame, fits: dict, path: Path, config: dict, described: di
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir")
-    ap.add_argument("--report-dir", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("--report-dir", help="where paper_tables/ and figures/ go (default: RUN_DIR/report; the "
+                    "repository's own: --report-dir .)")
     a = ap.parse_args()
 
     def _main():
-        out = build(a.run_dir, a.report_dir)
+        out = build(a.run_dir, a.report_dir or Path(a.run_dir) / "report")
         print(out["markdown"] + "\n" + "\n".join(ratio_lines(out["data"])))
 
     cli.run(_main)

@@ -141,23 +141,26 @@ def _build_mass_curve(rows, config, described, note, report_dir) -> dict:
     df = pd.DataFrame.from_records(records)
     delta = config.get("delta")
     name = f"{NAME}_attention_mass"
-    tables = report.write_table(
-        df, report_dir, name, config, note + f" Mean reasoning tokens: {report.mean([r['reasoning_tokens'] for r in ok]):.1f}.",
-        f"Attention mass (Appendix B.7): fraction of reasoning tokens holding {delta:.0%} of their attention, per layer",
-        floatfmt=".3f")
     curves = (("fraction_for_delta", f"reasoning tokens that hold\n{delta:.0%} of its attention", "o-"),
               ("reasoning_share", "attention on the reasoning,\nall of it", "^--"),
               ("sink_share", "attention on token 0\n(the sink)", "s--"))
+    # In %, as its figure and the paper's "about 20% of tokens hold 80%" (App. B.7) give it.
+    percent = df.assign(**{c: 100 * df[c] for c, _, _ in curves})
+    table = percent.rename(columns={c: f"{c}_%" for c, _, _ in curves})
+    tables = report.write_table(
+        table, report_dir, name, config,
+        note + f" Mean reasoning tokens: {report.mean([r['reasoning_tokens'] for r in ok]):.1f}.",
+        f"Attention mass (Appendix B.7): share of reasoning tokens (%) holding {delta:.0%} of their attention, "
+        "and the attention (%) on the whole reasoning and on token 0, per layer", floatfmt=".1f")
     fig_path = _plot_mass(df, curves, report.figure_path(report_dir, name, config), config, described, note)
     summary = {f"fraction/L{r.layer}": float(r.fraction_for_delta) for r in df.itertuples()}
     summary["fraction/mean_over_layers"] = float(df.fraction_for_delta.mean())
-    percent = df.assign(**{c: 100 * df[c] for c, _, _ in curves})
     charts = [report.chart("attention_mass_curve", "line",
                            percent.melt(id_vars="layer", value_vars=[c for c, _, _ in curves], var_name="curve",
                                         value_name="percent"),
                            f"App. B.7: share of reasoning tokens holding {delta:.0%} of the attention (%), per layer",
                            x="layer", y="percent", stroke="curve"),
-              report.chart("attention_mass", "table", df, "Attention mass per layer")]
+              report.chart("attention_mass", "table", table, "Attention mass per layer (%)")]
     return dict(tables=tables, figures=[fig_path], summary=summary, charts=charts, markdown=tables[0].read_text())
 
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tqdm.auto import tqdm  # noqa: E402
 
-from mai import cli  # noqa: E402
+from mai import cli, experiment  # noqa: E402
 from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
 PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=5,
@@ -35,7 +35,7 @@ def main(argv=None):
     p.add_argument("--max-ratio", type=float, default=MAX_RATIO, help="fail (exit 1) at this ratio or above")
     p.add_argument("--json", type=Path, help="where the numbers go (default runs/bench/overhead.<preset>.json)")
     args = cli.parse(p, PRESETS, argv)
-    cascade = cli.transformers_cascade(args)
+    cascade = experiment.transformers_cascade(args)
     small, large = cascade.small, cascade.large
     examples = [ex for name in args.benchmarks for ex in load_benchmark(name, args.limit, args.seed)]
     bench0 = get_benchmark(examples[0].benchmark)  # one untimed query: one-time costs are not the harness's

@@ -7,7 +7,7 @@
 
 The points are Table 7's: this script runs experiments/07_prompt_modes.py with the same flags (which
 resumes, so rows that exist are reused and no model is loaded for them), then draws the figure to
-figures/figure1_tokens_vs_accuracy*.png.
+figures/figure1_tokens_vs_accuracy*.png in 07's report/ (or --report-dir).
 """
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ no image is shown and the vision-encoder stage is reported absent, not as 0 ms),
 threads mai.real_checkpoints records, a Simple-prompt-sized and a transfer-prompt-sized question.
 
 Writes runs/03_stage_profiling/<run>/{config.json,models.json,results.jsonl} (one row per run),
-paper_tables/table3_stage_times*.{md,tex}, paper_tables/table4_per_token_cost*.{md,tex} and
-figures/table3_stage_times*.png. Running the same command again resumes; a resumed model repeats its
+and into its report/ (or --report-dir) paper_tables/table3_stage_times*.{md,tex},
+paper_tables/table4_per_token_cost*.{md,tex} and figures/table3_stage_times*.png. Running the same command again resumes; a resumed model repeats its
 warm-up (unrecorded) before its remaining timed runs. Rebuild the tables alone with
 `python -m analysis.table03 runs/03_stage_profiling/<run>`.
 """
@@ -61,7 +61,7 @@ from PIL import Image  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import table03  # noqa: E402
-from mai import MaiError, cli, model_specs, models  # noqa: E402
+from mai import MaiError, cli, experiment, model_specs, models  # noqa: E402
 from mai.families import qwen3_vl  # noqa: E402
 from mai.generation import HFGenerator, Request  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -264,9 +264,9 @@ def main(argv=None):
     width, height = image_size(args.image_size or "448x448")
     specs = [random_weight_spec(s) for s in args.models] if args.random_weights else list(args.models)
     # Keep the simulated image at its size: the processor's pixel bounds must not resize it.
-    pixels = cli.pixel_kwargs(args) or dict(min_pixels=min(qwen3_vl.MIN_PIXELS, width * height),
-                                            max_pixels=max(qwen3_vl.MAX_PIXELS, width * height))
-    store, tracker = cli.open_run(EXPERIMENT, args, resolved_models=specs)
+    pixels = experiment.pixel_kwargs(args) or dict(min_pixels=min(qwen3_vl.MIN_PIXELS, width * height),
+                                                   max_pixels=max(qwen3_vl.MAX_PIXELS, width * height))
+    store, tracker = experiment.open_run(EXPERIMENT, args, resolved_models=specs)
     described = table03.read_models(store.dir)
     written = 0
     for spec in specs:
@@ -293,7 +293,7 @@ def main(argv=None):
     wall_s = time.perf_counter() - wall_start
     outputs["summary"].update(wall_s=wall_s, rows_written=written)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)  # W&B: rows, summary, figure; prints the tables
+    experiment.finish(store, tracker, outputs)  # W&B: rows, summary, figure; prints the tables
     print("\n".join(table03.ratio_lines(outputs["data"])))
     print(f"rows written: {written}; wall time {wall_s:.1f} s (model builds included)")
     return outputs

@@ -5,8 +5,8 @@ Think (R) prompt, on ChartQA, POPE, InfoVQA, RealWorldQA and MMBench.
     python experiments/07_prompt_modes.py --preset cpu     # tiny random models, synthetic data, CPU
     python experiments/07_prompt_modes.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, BIG-bench tasks, CPU
 
-Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, paper_tables/table7_prompt_modes*.{md,tex}
-and figures/table7_prompt_modes*.png. Running the same command again resumes.
+Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, and into its report/ (or --report-dir)
+paper_tables/table7_prompt_modes*.{md,tex} and figures/table7_prompt_modes*.png. Running the same command again resumes.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table07  # noqa: E402
-from mai import cli, model_specs, models  # noqa: E402
+from mai import cli, experiment, model_specs, models  # noqa: E402
 from mai.evaluate import evaluate_model  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -41,18 +41,18 @@ def main(argv=None, doc=__doc__):
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     args = cli.parse(p, PRESETS, argv)
     # The run directory first: a second process on it stops here, before any data loads.
-    store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = cli.load_examples(args, store)
+    store, tracker = experiment.open_run(EXPERIMENT, args)
+    examples = experiment.load_examples(args, store)
     for spec in args.models:
         if not store.pending(row_key(ex.id, model_specs.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it
-        model = cli.load(spec, args, store)
+        model = experiment.load(spec, args, store)
         evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,
                        args.think_tokens, args.simple_tokens)
         models.free(model)
     outputs = table07.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
     return args
 
 

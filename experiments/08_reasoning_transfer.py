@@ -5,8 +5,8 @@ prompt, on the benchmarks (the paper: transfer beats 8B-S on 4 of 6 tasks).
     python experiments/08_reasoning_transfer.py --preset cpu     # tiny random models, synthetic data
     python experiments/08_reasoning_transfer.py --preset cpu-real   # real 0.5B -> 1.5B, BIG-bench tasks
 
-Writes runs/08_reasoning_transfer/<run>/, paper_tables/table8_reasoning_transfer*.{md,tex} and
-figures/table8_reasoning_transfer*.png; resumes.
+Writes runs/08_reasoning_transfer/<run>/, and into its report/ (or --report-dir)
+paper_tables/table8_reasoning_transfer*.{md,tex} and figures/table8_reasoning_transfer*.png; resumes.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table08  # noqa: E402
-from mai import cli  # noqa: E402
+from mai import cli, experiment  # noqa: E402
 from mai.evaluate import model_system, run_systems, transfer_system  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 
@@ -48,16 +48,16 @@ def main(argv=None):
     args = cli.parse(p, PRESETS, argv)
     args.models = [m for m in (args.small, args.mid, args.large) if m]
     # The run directory first: a second process on it stops here, before any data loads.
-    store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = cli.load_examples(args, store)
+    store, tracker = experiment.open_run(EXPERIMENT, args)
+    examples = experiment.load_examples(args, store)
 
-    small = HFGenerator(cli.load(args.small, args, store), args.seed)
-    large = HFGenerator(cli.load(args.large, args, store), args.seed)
+    small = HFGenerator(experiment.load(args.small, args, store), args.seed)
+    large = HFGenerator(experiment.load(args.large, args, store), args.seed)
     S, L = small.loaded.label, large.loaded.label
     think, simple = args.think_tokens, args.simple_tokens
     systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple))]
     if args.mid:  # loaded only for its own rows: three models need not share memory
-        mid = HFGenerator(cli.load(args.mid, args, store), args.seed)
+        mid = HFGenerator(experiment.load(args.mid, args, store), args.seed)
         run_systems(store, [({"system": f"{mid.loaded.label}-S", "kind": "mid-S"},
                              model_system(mid.generate, "large", "simple", think, simple))], examples, desc="mid")
         del mid
@@ -67,7 +67,7 @@ def main(argv=None):
 
     outputs = table08.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import table09  # noqa: E402
-from mai import MaiError, cli, models, prompts  # noqa: E402
+from mai import MaiError, cli, experiment, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
@@ -86,10 +86,10 @@ def main(argv=None):
         return real_attention(args)
     args.models = [args.small, args.large]
     # The run directory first: a second process on it stops here, before any data loads.
-    store, tracker = cli.open_run(EXPERIMENT, args)
-    examples = cli.load_examples(args, store)
-    small = HFGenerator(cli.load(args.small, args, store), args.seed)
-    large = HFGenerator(cli.load(args.large, args, store), args.seed)
+    store, tracker = experiment.open_run(EXPERIMENT, args)
+    examples = experiment.load_examples(args, store)
+    small = HFGenerator(experiment.load(args.small, args, store), args.seed)
+    large = HFGenerator(experiment.load(args.large, args, store), args.seed)
     n_layers = small.loaded.model.config.get_text_config().num_hidden_layers  # a VLM's text model, or a text model
     for layer in args.layers or []:  # parse checked what a config read without weights could tell; now all
         if layer >= n_layers:
@@ -132,16 +132,16 @@ def main(argv=None):
     run_systems(store, systems, examples, desc="layers")
     outputs = table09.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 def real_attention(args):
     """The attention-mass curve on real weights where no real pair is installed: SmolLM2 reasons about text
     questions, one capture each."""
     args.models, args.benchmarks = [args.small], []
-    store, tracker = cli.open_run(EXPERIMENT, args)
+    store, tracker = experiment.open_run(EXPERIMENT, args)
     lm = models.load_text_model(args.small, device=args.device, attn_implementation=args.attn)
-    cli.record_model(store, lm.label, lm.describe())
+    experiment.record_model(store, lm.label, lm.describe())
     n_layers = lm.model.config.num_hidden_layers  # a text model: no architecture config to read beforehand
     for layer in args.layers or []:
         if layer >= n_layers:
@@ -174,7 +174,7 @@ def real_attention(args):
                           shares={str(k): v for k, v in att.shares().items()}))
     outputs = table09.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ latency model's prediction (analysis/latency_model.py) beside each measured late
 One untimed call of each model (a short Simple answer to the first example) comes before the timed rows,
 so one-time costs (allocator, kernel selection, lazy initialisation) stay out of them.
 
-Writes runs/10_mai/<run>/, paper_tables/table10_mai*.{md,tex} and figures/table10_mai*.png; resumes.
+Writes runs/10_mai/<run>/, and into its report/ (or --report-dir) paper_tables/table10_mai*.{md,tex} and
+figures/table10_mai*.png; resumes.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table10  # noqa: E402
-from mai import MaiError, cli, model_specs, models  # noqa: E402
+from mai import MaiError, cli, experiment, model_specs, models  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
@@ -108,10 +109,10 @@ def main(argv=None):
                 raise MaiError(f"--latency-profile {path}: not a run directory of experiments/03_stage_profiling.py "
                                "(no results.jsonl)")
     # The run directory first: a second process on it stops here, before any data loads.
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
-    examples = cli.shard_examples(cli.load_examples(args, store), args.shard)
+    store, tracker = experiment.open_run(EXPERIMENT, args, cascade={**config.to_dict(), "verify": variants})
+    examples = experiment.shard_examples(experiment.load_examples(args, store), args.shard)
 
-    small, large = cli.scale_generators(args, store, config)
+    small, large = experiment.scale_generators(args, store, config)
     if args.force_routes:
         small, large = ForcedLengths(small), ForcedLengths(large)
     S, L = model_specs.model_label(args.small), model_specs.model_label(args.large)
@@ -151,7 +152,7 @@ def main(argv=None):
 
     outputs = table10.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 def warm_up(example, *generators) -> None:

@@ -14,8 +14,8 @@ the large one (full reasoning transfer). One untimed warm-up of each comes first
 The draft sees the image (mai.speculative explains why transformers 5.24 would not show it);
 --blind-draft runs the library as it is.
 
-Writes runs/12_speculative_decoding/<run>/, paper_tables/table12_speculative*.{md,tex} and
-figures/table12_speculative*.png. Running the same command again resumes.
+Writes runs/12_speculative_decoding/<run>/, and into its report/ (or --report-dir)
+paper_tables/table12_speculative*.{md,tex} and figures/table12_speculative*.png. Running the same command again resumes.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table12  # noqa: E402
-from mai import MaiError, cli, models  # noqa: E402
+from mai import MaiError, cli, experiment, models  # noqa: E402
 from mai.cascade import Cascade, CascadeConfig  # noqa: E402
 from mai.benchmarks import get_benchmark  # noqa: E402
 from mai.evaluate import cascade_system, check_example, request_for, run_systems  # noqa: E402
@@ -68,11 +68,11 @@ def main(argv=None):
     args.models = [args.draft, args.target]
     cascade_config = CascadeConfig(think_tokens=args.think_tokens, transfer="full")
     # The run directory first: a second process on it stops here, before any data loads.
-    store, tracker = cli.open_run(EXPERIMENT, args, cascade=cascade_config.to_dict())
-    examples = cli.load_examples(args, store)
+    store, tracker = experiment.open_run(EXPERIMENT, args, cascade=cascade_config.to_dict())
+    examples = experiment.load_examples(args, store)
 
-    draft_model = cli.load(args.draft, args, store)
-    target_model = cli.load(args.target, args, store)
+    draft_model = experiment.load(args.draft, args, store)
+    target_model = experiment.load(args.target, args, store)
     draft, target = HFGenerator(draft_model, args.seed), HFGenerator(target_model, args.seed)
     speculative = SpeculativeGenerator(target_model, draft_model, args.seed, args.num_assistant_tokens,
                                        draft_sees_image=not args.blind_draft)
@@ -112,7 +112,7 @@ def main(argv=None):
 
     outputs = table12.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 def _warm_up(example, target, speculative, draft, mode) -> None:

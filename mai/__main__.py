@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from mai import MaiError, cli
+from mai import MaiError, cli, experiment
 
 # preset -> (small, large, think tokens, max pixels)
 PRESETS = {"paper": (cli.PAPER_MODELS[0], cli.PAPER_MODELS[2], 1024, None),
@@ -87,8 +87,8 @@ def answer(argv=None) -> None:
         except OSError as err:
             raise MaiError(f"cannot read image {path}: {err}") from None
     config = cli.cascade_config(args)
-    small = HFGenerator(cli.load(args.small, args), args.seed)
-    large = HFGenerator(cli.load(args.large, args), args.seed)
+    small = HFGenerator(experiment.load(args.small, args), args.seed)
+    large = HFGenerator(experiment.load(args.large, args), args.seed)
     for role, gen in (("small", small), ("large", large)):  # a hub id's family is known only now
         check_sees_images(role, gen.loaded.spec, gen.loaded.family, len(images))
     cli.check_sparse_layer(config, small.loaded)

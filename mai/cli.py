@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import glob
-import json
 import os
 import sys
 import traceback
@@ -85,17 +84,38 @@ def _data_files(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+# What --benchmarks and --models take, read from the registries when a parser is built: a benchmark's file
+# in mai/benchmarks/ or a family's in mai/families/ shows up in --help and in the errors with no edit here.
+def benchmark_names() -> list[str]:
+    """The registered benchmarks, in their listing order (mai.benchmarks.BENCHMARKS)."""
+    from mai.benchmarks import BENCHMARKS
+
+    return list(BENCHMARKS)
+
+
+def architecture_names() -> str:
+    """'family: arch, arch; family: ...' over the registered families' random-weight architectures."""
+    from mai import families
+
+    return "; ".join(f"{f.name}: {', '.join(f.architectures)}" for f in families.all_families() if f.architectures)
+
+
+def real_pair() -> tuple[str, ...]:
+    from mai.real_checkpoints import REAL_PAIR
+
+    return tuple(REAL_PAIR)
+
+
 def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p = _Parser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(presets), default="paper",
                    help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
                         "data, minutes on a CPU (numbers are NOT the paper's); cpu-real: real Qwen2.5-Coder "
                         "0.5B/1.5B-Instruct weights on real BIG-bench tasks, on a CPU")
-    p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths or "
-                   "random-weight architectures (tiny-small, tiny-large, qwen3-vl-2b/4b/8b, or another family's: "
-                   "README, Model families); two name the small and the large model of a pair")
-    p.add_argument("--benchmarks", type=csv_list, help="comma-separated: chartqa, pope, infovqa, realworldqa, "
-                   "mmbench, synth-chartqa, synth-pope")
+    p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths, real "
+                   f"checkpoints ({', '.join(real_pair())}) or random-weight architectures, by family: "
+                   f"{architecture_names()}; two name the small and the large model of a pair")
+    p.add_argument("--benchmarks", type=csv_list, help=f"comma-separated: {', '.join(benchmark_names())}")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
                    help="read a benchmark from local parquet files in the hub schema instead of the hub")
@@ -115,8 +135,10 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",
                    help="image pixel bounds of lmms-eval's Qwen3-VL wrappers (mai.images): simple, 200,704 to "
                         "1,605,632 (default); chat, 4,096 to 16,777,216")
-    p.add_argument("--report-dir", default=str(REPO_ROOT),
-                   help="where paper_tables/ and figures/ are written (default: the repository)")
+    # Not the repository by default: a run must not rewrite the committed paper_tables/ and figures/ behind
+    # the user's back; scripts/regenerate.py passes the repository to rebuild them.
+    p.add_argument("--report-dir", help="where paper_tables/ and figures/ are written (default: report/ in the run "
+                   "directory, <out>/<experiment>/<run-name>/report; the repository's own: --report-dir .)")
     return p
 
 
@@ -202,7 +224,7 @@ def check_names(args: argparse.Namespace) -> None:
                     or is_local_or_hub_id(spec)):
                 raise MaiError(f"unknown model '{spec}' ({_flag(flag)}); give a hub id (Qwen/Qwen3-VL-2B-Instruct), "
                                f"a local checkpoint directory, a real checkpoint ({', '.join(REAL_PAIR)}) "
-                               f"or a random-weight architecture: {', '.join(architectures)}")
+                               f"or a random-weight architecture, by family: {architecture_names()}")
     small, large = getattr(args, "small", None), getattr(args, "large", None)
     if small and large and model_label(small) == model_label(large):  # results, costs and tables key on it
         raise MaiError(f"the small and the large model would both be labelled '{model_label(small)}' ({small}, "
@@ -323,56 +345,6 @@ def run(main: Callable[[], object]) -> None:
         sys.exit(1)
 
 
-def load_examples(args: argparse.Namespace, store=None) -> list:
-    """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
-    records where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*, a parquet file, synthetic)."""
-    from mai.benchmarks import dataset_sources, load_benchmark
-
-    examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
-    if store is not None:
-        sources = dataset_sources()
-        store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})
-    return examples
-
-
-def open_run(experiment: str, args: argparse.Namespace, **extra):
-    """The run directory (config.json with provenance) and its W&B run, for one experiment invocation."""
-    from mai.results import RunStore, provenance
-    from mai.tracking import Tracker
-
-    from mai import images, metrics
-    from mai.benchmarks import BENCHMARKS, get_benchmark
-
-    config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "wandb", "report_dir")}
-    config.update(extra, experiment=experiment, provenance=provenance(args.device))
-    # What the scores and images mean: the lmms-eval commit scored against, the image-size policy's pixel
-    # bounds, and where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*).
-    config["scoring"] = dict(lmms_eval=f"{metrics.LMMS_EVAL_REPO}@{metrics.LMMS_EVAL_COMMIT}",
-                             **{b.name: b.scoring for b in BENCHMARKS.values() if b.scoring})
-    if getattr(args, "agree", None):  # the cascade's agreement rule of each benchmark (mai.answers)
-        config["agreement"] = {name: get_benchmark(name).agreement.summary for name in args.benchmarks}
-    config["image_pixels"] = list(images.policy_bounds(getattr(args, "image_policy", images.DEFAULT_POLICY),
-                                                       getattr(args, "max_pixels", None)))
-    # Where each benchmark was read from is known only once it is loaded: load_examples adds "datasets".
-    store = RunStore(args.out, experiment, args.run_name, config)
-    tracker = Tracker(args.wandb, store.dir, name=f"{experiment}/{args.run_name}", group=experiment,
-                      config=config)
-    return store, tracker
-
-
-def pixel_kwargs(args: argparse.Namespace) -> dict:
-    """Image-size flags for load_model: the --image-policy's bounds (mai.images), capped by
-    --max-pixels (the lower bound follows a cap below it); {} for the default policy uncapped."""
-    from mai import images
-
-    policy = getattr(args, "image_policy", None) or images.DEFAULT_POLICY
-    if policy == images.DEFAULT_POLICY and not getattr(args, "max_pixels", None):
-        return {}
-    lo, hi = images.policy_bounds(policy, getattr(args, "max_pixels", None))
-    return dict(min_pixels=lo, max_pixels=hi)
-
-
 def add_cascade_flags(p: argparse.ArgumentParser) -> None:
     """Flags of the MAI cascade, shared by every script that runs it."""
     g = p.add_argument_group("MAI cascade")
@@ -415,26 +387,6 @@ def cascade_config(args: argparse.Namespace):
                          agree=getattr(args, "agree", "paper"))
 
 
-def load(spec: str, args: argparse.Namespace, store=None):
-    """load_model with the run's flags; records what the model is in the run's models.json."""
-    from mai.models import load_model
-
-    model = load_model(spec, device=args.device, dtype=args.dtype, attn_implementation=args.attn,
-                       seed=args.seed, **pixel_kwargs(args))
-    record_model(store, model.label, model.describe())
-    return model
-
-
-def record_model(store, label: str, description: dict) -> None:
-    """Add one model to the run's models.json, keeping the models an earlier invocation recorded."""
-    if store is None:
-        return
-    path = store.dir / "models.json"
-    described = json.loads(path.read_text()) if path.exists() else {}
-    described[label] = description
-    store.write_json("models.json", described)
-
-
 def check_sparse_layer(config, small_model) -> None:
     """The sparse-transfer layer exists in the small model (a LoadedModel, or its number of layers)."""
     if config.sparse is None:
@@ -451,30 +403,6 @@ def check_sparse_layer(config, small_model) -> None:
             allowed = [i for i in range(n_layers) if i not in sliding]
             raise MaiError(f"--sparse-layer {config.sparse.layer} is a sliding-window layer of the small model, "
                            f"which cannot rank the whole reasoning; choose a global layer: {allowed}")
-
-
-def transformers_cascade(args: argparse.Namespace, store=None):
-    """The MAI cascade over the --small and --large models on the transformers backend, from the flags."""
-    from mai.cascade import Cascade
-    from mai.generation import HFGenerator
-
-    config = cascade_config(args)
-    small = HFGenerator(load(args.small, args, store), args.seed)
-    large = HFGenerator(load(args.large, args, store), args.seed)
-    check_sparse_layer(config, small.loaded)
-    return Cascade(small, large, config, small.loaded.label, large.loaded.label)
-
-
-def finish(store, tracker, outputs: dict) -> None:
-    """Log a run's rows, summary and figures to W&B, close it, and print where everything went."""
-    tracker.log_table("results", store.rows())
-    tracker.summary(outputs["summary"])
-    for fig in outputs["figures"]:
-        tracker.log_image(Path(fig).stem, fig)
-    tracker.finish()
-    print("\n" + outputs["markdown"])
-    print(f"\nrun: {store.dir}\ntables: {', '.join(map(str, outputs['tables']))}\n"
-          f"figures: {', '.join(map(str, outputs['figures']))}")
 
 
 # -- serving at scale: backend, execution order, tensor parallelism, shards ------------------------------
@@ -517,13 +445,6 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return int(i), int(n)
 
 
-def shard_examples(examples: list, shard: str | None) -> list:
-    """The examples of one shard: every N-th example from the I-th, of the deterministic example list
-    (benchmarks in order, each subsampled with --limit and --seed), so the N shards partition it."""
-    i, n = parse_shard(shard)
-    return list(examples)[i::n]
-
-
 def check_scale(args: argparse.Namespace) -> None:
     """Validate the scale flags (before anything is loaded or written): vLLM present when asked for, a
     well-formed shard, whose run name gets a -shardIofN suffix, and the order's default batch size."""
@@ -546,33 +467,6 @@ def check_scale(args: argparse.Namespace) -> None:
     if args.shard is not None:
         args.shard = f"{i}/{n}"
         args.run_name = f"{args.run_name}-shard{i}of{n}"
-
-
-def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple:
-    """The small and the large model's generators on the chosen backend, recorded in models.json; with
-    a sparse-transfer config, its layer is checked against the small model's."""
-    if args.backend == "hf":
-        from mai.generation import HFGenerator
-
-        small_model, large_model = load(args.small, args, store), load(args.large, args, store)
-        if config is not None:
-            check_sparse_layer(config, small_model)
-        return HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
-
-    from mai.vllm_backend import VLLMGenerator, start_engines
-
-    n_layers = text_layers(args.small) if config is not None and config.sparse is not None else None
-    if n_layers is not None:
-        check_sparse_layer(config, n_layers)
-    generators = [VLLMGenerator(spec, tensor_parallel_size=args.tensor_parallel, dtype=args.dtype, seed=args.seed,
-                                gpu_memory_utilization=args.gpu_memory_utilization / 2,
-                                max_model_len=args.max_model_len, enforce_eager=args.vllm_eager,
-                                hf_device=args.device, start_engine=False, **pixel_kwargs(args))
-                  for spec in (args.small, args.large)]
-    start_engines(generators)  # on vLLM's CPU backend both memory shares are fixed before either engine starts
-    for gen in generators:
-        record_model(store, gen.label, gen.describe())
-    return tuple(generators)
 
 
 def text_layers(spec: str) -> int | None:

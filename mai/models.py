@@ -177,7 +177,8 @@ def load_processor(family: families.Family, spec: str, min_pixels: int = MIN_PIX
     if not family.multimodal:
         return AutoTokenizer.from_pretrained(spec)
     # Families sized by qwen_vl_utils take the run's pixel bounds (mai.images), as Qwen3-VL's does.
-    bounds = dict(min_pixels=min_pixels, max_pixels=max_pixels) if family.resize_factor else {}
+    # (as `size`: checkpoint_processor says why)
+    bounds = dict(size=dict(shortest_edge=min_pixels, longest_edge=max_pixels)) if family.resize_factor else {}
     try:
         processor = AutoProcessor.from_pretrained(spec, **bounds)
         if hasattr(processor, "image_processor"):

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from mai import cli  # noqa: E402
+from mai import cli, experiment  # noqa: E402
 from mai.batch import Query, run_cascade_stage_major  # noqa: E402
 from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
@@ -46,7 +46,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=2, help="passes of each order, alternating (default 2)")
     p.add_argument("--json", type=Path, help="where the numbers go (default runs/bench/order.<preset>.<transfer>.json)")
     args = cli.parse(p, PRESETS, argv)
-    cascade = cli.transformers_cascade(args)
+    cascade = experiment.transformers_cascade(args)
     small, large, config = cascade.small, cascade.large, cascade.config
     queries = []
     for name in args.benchmarks:

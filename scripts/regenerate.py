@@ -4,8 +4,8 @@
     .venv/bin/python scripts/regenerate.py --preset cpu          # random weights, synthetic data (the machinery)
 
 Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows) with the preset's own
-settings, each as `python experiments/<script> --preset P`, into runs/ and the repository's paper_tables/ and
-figures/; every script resumes, so a killed regeneration continues where it stopped. Each script's wall time
+settings, each as `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
+paper_tables/ and figures/ (a script run without --report-dir writes them into its run's report/ instead); every script resumes, so a killed regeneration continues where it stopped. Each script's wall time
 goes to runs/regenerate.<preset>.json (the README quotes it); `--only 10_mai,12_speculative_decoding` runs a
 subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
 """
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     record.setdefault("seconds", {})
     for script in chosen:
         cmd = [sys.executable, str(ROOT / "experiments" / f"{script}.py"), "--preset", args.preset,
-               "--wandb", args.wandb]
+               "--wandb", args.wandb, "--report-dir", str(ROOT)]  # the committed tables: never a run's default
         print(f"== {' '.join(cmd[1:])}", flush=True)
         start = time.perf_counter()
         rc = subprocess.call(cmd, cwd=ROOT)
@@ -53,7 +53,8 @@ def main(argv=None) -> int:
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record, indent=1) + "\n")
     if args.preset == "cpu-real" and (ROOT / "runs" / "10_mai" / args.preset / "results.jsonl").exists():
-        rc = subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", args.preset, "--readme"], cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", args.preset, "--readme",
+                              "--report-dir", str(ROOT)], cwd=ROOT)
         if rc != 0:
             return rc
     total = sum(record["seconds"].values())

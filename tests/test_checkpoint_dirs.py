@@ -65,3 +65,27 @@ def test_table10_on_checkpoint_directories(dirs, tmp_path, experiment):
     described = json.loads((run / "models.json").read_text())
     assert {d["spec"] for d in described.values()} == {dirs["small"], dirs["large"]}
     assert (tmp_path / "paper_tables" / "table10_mai.cpu.md").exists()
+
+
+def test_a_checkpoint_directory_takes_its_pixel_bounds_without_a_future_warning(dirs):
+    """The pixel bounds reach a checkpoint's processor as transformers 5.24's `size`: given as min_pixels /
+    max_pixels they went on to every processor call too, where transformers warns (FutureWarning) that the
+    form is deprecated. The image is sized by the bounds either way: 640x480 within 64*64..128*128 pixels."""
+    import warnings
+
+    from PIL import Image
+
+    from mai.generation import HFGenerator, Request
+    from mai.models import load_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        model = load_model(dirs["small"], device="cpu", min_pixels=64 * 64, max_pixels=128 * 128)
+        result = HFGenerator(model, 0).generate(Request(question="What colour?", images=[Image.new("RGB", (640, 480))],
+                                                        mode="simple", max_new_tokens=1))
+    size = model.processor.image_processor.size
+    assert (size.shortest_edge, size.longest_edge) == (64 * 64, 128 * 128)
+    # 640x480 -> smart_resize to 128x96 (factor 32) -> 4x3 merged patches = 12 image tokens
+    text_only = HFGenerator(model, 0).generate(Request(question="What colour?", images=[], mode="simple",
+                                                       max_new_tokens=1))
+    assert result.input_tokens - text_only.input_tokens == 12 + 2  # + the vision start and end tokens

@@ -64,3 +64,32 @@ def test_a_mistake_is_one_line_before_anything_loads(tmp_path, script, flags, li
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "runs").exists() and not (tmp_path / "report").exists()  # nothing opened or written
     assert time.time() - t0 < 120  # seconds (the imports), not a model load: under load allow a margin
+
+
+def test_benchmarks_and_families_are_read_from_their_registries(monkeypatch):
+    """A benchmark file in mai/benchmarks/ or a family file in mai/families/ registers itself; --help and the
+    errors then name it with no edit of cli (here: entries added to the registries as a new file's would be)."""
+    import dataclasses
+
+    from mai import MaiError, cli, families
+    from mai.benchmarks import BENCHMARKS
+
+    monkeypatch.setitem(BENCHMARKS, "docvqa-new", BENCHMARKS["pope"])
+    qwen2 = families.by_model_type("qwen2")
+    monkeypatch.setitem(families.FAMILIES, "newfamily",
+                        dataclasses.replace(qwen2, name="newfamily", model_types=("newfamily",),
+                                            architectures={"tiny-newfamily": qwen2.architectures["tiny-qwen2"]}))
+    presets = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=1)}
+    p = cli.parser("doc", presets)
+    cli.add_cascade_flags(p)
+    help_text = " ".join(p.format_help().split())  # argparse wraps lines
+    assert "comma-separated: chartqa, pope, infovqa, realworldqa, mmbench," in help_text
+    assert "docvqa-new" in help_text and "newfamily: tiny-newfamily" in help_text
+    assert "qwen3_vl: tiny-small, tiny-large, qwen3-vl-2b" in help_text
+    with pytest.raises(MaiError, match="unknown benchmark 'docvqa-old'; choose from: .*docvqa-new"):
+        cli.parse(p, presets, ["--preset", "cpu", "--benchmarks", "docvqa-old"])
+    with pytest.raises(MaiError, match="unknown model 'tiny-medium' .*by family: .*newfamily: tiny-newfamily"):
+        cli.parse(p, presets, ["--preset", "cpu", "--small", "tiny-medium"])
+    # the new architecture is a model cli accepts (it reads families.architectures())
+    args = cli.parse(p, presets, ["--preset", "cpu", "--benchmarks", "docvqa-new", "--small", "tiny-newfamily"])
+    assert (args.small, args.benchmarks) == ("tiny-newfamily", ["docvqa-new"])

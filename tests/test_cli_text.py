@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mai import MaiError, checkpoints, cli, families
+from mai import MaiError, checkpoints, experiment, families
 from mai.__main__ import answer
 from mai.benchmarks import get_benchmark
 from mai.cascade import ROUTES, Cascade, CascadeConfig
@@ -78,7 +78,7 @@ def test_a_text_only_checkpoint_directory_is_refused_an_image_before_its_weights
     checkpoint = tmp_path / "my-text-model"
     checkpoints.write(families.by_architecture("tiny-smollm2"), "tiny-smollm2", checkpoint, weights=False)
     chart_image.save(tmp_path / "chart.png")
-    monkeypatch.setattr(cli, "load", lambda *a, **k: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(experiment, "load", lambda *a, **k: pytest.fail("a model was loaded"))
     with pytest.raises(MaiError, match=f"the large model {checkpoint} is text-only \\(llama\\)"):
         answer(["--preset", "cpu", "--large", str(checkpoint), "--image", str(tmp_path / "chart.png"),
                 "--question", QUESTION])

@@ -192,3 +192,21 @@ def test_table9_cpu_smollm2_names_the_weights_it_ran(tmp_path):
     assert "real weights of SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised)" in note
     assert "real checkpoints" not in note
     assert out["summary"]["fraction/L3"] == pytest.approx(0.3)
+
+
+def _snapshot(*dirs: Path) -> dict:
+    """Every file under the directories: its modification time (ns) and bytes."""
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for d in dirs if d.exists() for p in sorted(d.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_run_without_report_dir_leaves_the_committed_tables_untouched(tmp_path, experiment):
+    """Without --report-dir the table and figure go to the run's own report/, never to the repository's
+    paper_tables/ and figures/ (only scripts/regenerate.py, which passes --report-dir, rewrites those)."""
+    committed = (REPO / "paper_tables", REPO / "figures")
+    before = _snapshot(*committed)
+    experiment("08_reasoning_transfer").main(TINY + ["--out", str(tmp_path / "runs")])
+    assert _snapshot(*committed) == before
+    report = tmp_path / "runs" / "08_reasoning_transfer" / "cpu" / "report"
+    assert "gain_vs_large_S" in (report / "paper_tables" / "table8_reasoning_transfer.cpu.md").read_text()
+    assert (report / "figures" / "table8_reasoning_transfer.cpu.png").is_file()

@@ -226,3 +226,32 @@ def test_a_run_without_rows_yet_still_draws(tmp_path):
     run = _write_run(tmp_path / "10", CPU, [], models=["tiny-small", "tiny-large"])
     out = table10.build(run, tmp_path)
     assert out["figures"][0].exists() and out["summary"] == {}
+
+
+def test_the_attention_mass_table_is_in_percent_like_its_figure(tmp_path):
+    rng = random.Random(2)
+    rows = rows09_mass(CPU, rng)
+    run = _write_run(tmp_path / "09r", dict(CPU, preset="cpu-smollm2", benchmarks=[]), rows, models=["smollm2-135m"])
+    md = table09.build(run, tmp_path)["markdown"].splitlines()
+    header = [h.strip() for h in md[4].strip("|").split("|")]
+    assert header == ["layer", "questions", "fraction_for_delta_%", "reasoning_share_%", "sink_share_%"]
+    first = dict(zip(header, (float(c) for c in md[6].strip("|").split("|"))))
+    mean = lambda key: sum(key(r) for r in rows) / len(rows)  # noqa: E731
+    assert first["fraction_for_delta_%"] == pytest.approx(100 * mean(lambda r: r["fractions"]["0"]), abs=0.05)
+    assert first["sink_share_%"] == pytest.approx(100 * mean(lambda r: r["shares"]["0"]["sink"]), abs=0.05)
+
+
+def test_benchmarks_come_in_the_papers_order_in_tables_and_panels(tmp_path):
+    """The paper's tables list ChartQA, POPE, InfoVQA, RealWorldQA, MMBench; the BIG-bench tasks follow as
+    the cpu-real preset lists them (strategyqa, object_counting, date_understanding): each benchmark's
+    `order` in mai/benchmarks/, not the alphabet, nor the order the rows were written in."""
+    from analysis import report
+
+    shape = dict(PAPER, benchmarks=["mmbench", "pope", "realworldqa", "chartqa", "infovqa"])
+    run = _write_run(tmp_path / "10", shape, rows10(shape, random.Random(3)), models=shape["models"][::2])
+    out = table10.build(run, tmp_path)
+    benches = [line.split("|")[1].strip() for line in out["markdown"].splitlines()[6:]]
+    assert list(dict.fromkeys(benches)) == ["chartqa", "pope", "infovqa", "realworldqa", "mmbench"]
+    real = ["date_understanding", "object_counting", "strategyqa", "an-lmms-eval-task"]
+    assert sorted(real, key=report.benchmark_rank) == ["strategyqa", "object_counting", "date_understanding",
+                                                       "an-lmms-eval-task"]

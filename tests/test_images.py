@@ -9,7 +9,7 @@ import argparse
 import pytest
 from PIL import Image
 
-from mai import MaiError, cli, images
+from mai import MaiError, experiment, images
 from mai.generation import HFGenerator, Request
 
 SIMPLE, CHAT = images.IMAGE_SIZE_POLICIES["simple"], images.IMAGE_SIZE_POLICIES["chat"]
@@ -100,7 +100,7 @@ def test_processor_receives_sized_images_and_does_not_resize(tiny_small):
 
 def test_cli_policy_flag():
     ns = argparse.Namespace
-    assert cli.pixel_kwargs(ns(image_policy="simple", max_pixels=None)) == {}
-    assert cli.pixel_kwargs(ns(image_policy="chat", max_pixels=None)) == dict(min_pixels=4_096, max_pixels=16_777_216)
-    assert cli.pixel_kwargs(ns(image_policy="simple", max_pixels=128 * 128)) == dict(min_pixels=16_384,
+    assert experiment.pixel_kwargs(ns(image_policy="simple", max_pixels=None)) == {}
+    assert experiment.pixel_kwargs(ns(image_policy="chat", max_pixels=None)) == dict(min_pixels=4_096, max_pixels=16_777_216)
+    assert experiment.pixel_kwargs(ns(image_policy="simple", max_pixels=128 * 128)) == dict(min_pixels=16_384,
                                                                                    max_pixels=16_384)

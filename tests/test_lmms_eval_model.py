@@ -1,8 +1,8 @@
-"""The lmms-eval plugin's own logic (mai.lmms_eval_model), without lmms-eval: prompt split, agreement rule,
-the text handed back, model args. The runs through lmms-eval are in test_lmms_eval_plugin.py."""
+"""The lmms-eval plugin's own logic (mai.lmms_eval_model, mai.lmms_eval_requests), without lmms-eval: prompt
+split, agreement rule, the text handed back, model args. The runs through lmms-eval are in test_lmms_eval_plugin.py."""
 import pytest
 
-from mai import MaiError, lmms_eval_model as plugin
+from mai import MaiError, lmms_eval_model as plugin, lmms_eval_requests as requests
 from mai.answers import AnlsMatcher, Matcher
 from mai.benchmarks import BENCHMARKS
 
@@ -11,7 +11,7 @@ def test_importing_mai_needs_no_lmms_eval():
     import subprocess
     import sys
 
-    code = ("import sys, mai.lmms_eval_model as m; m.split_context('q', ''); "
+    code = ("import sys, mai.lmms_eval_model, mai.lmms_eval_requests as m; m.split_context('q', ''); "
             "assert not any(k.startswith('lmms_eval') for k in sys.modules), 'lmms_eval imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -24,40 +24,40 @@ def test_split_context_gives_our_question_and_post_prompt(bench):
     yaml_post = post[1:] if bench == "mmbench" else post  # mmbench_doc_to_text adds "\n" + its yaml post_prompt
     question = "Which bar is tallest?\nA. Left\nB. Right" if bench in ("mmbench", "realworldqa") else "How many? "
     context = question + ("\n" + yaml_post if bench == "mmbench" else yaml_post)
-    assert plugin.split_context(context, yaml_post) == (question, post)
+    assert requests.split_context(context, yaml_post) == (question, post)
 
 
 def test_split_context_keeps_a_context_without_the_post_prompt():
-    assert plugin.split_context("What is shown?", "\nAnswer briefly.") == ("What is shown?", "")
-    assert plugin.split_context("What is shown?", "") == ("What is shown?", "")
+    assert requests.split_context("What is shown?", "\nAnswer briefly.") == ("What is shown?", "")
+    assert requests.split_context("What is shown?", "") == ("What is shown?", "")
 
 
 def test_agreement_for_our_tasks_and_the_stated_default():
-    ours = plugin.agreement_for("infovqa", ["anls"], "paper")
+    ours = requests.agreement_for("infovqa", ["anls"], "paper")
     assert (ours.matcher, ours.describe) == (BENCHMARKS["infovqa"].agreement,
                                              "infovqa (paper): ANLS >= 0.5 between the two answers")
-    default = plugin.agreement_for(None, ["exact_match"], "paper")
+    default = requests.agreement_for(None, ["exact_match"], "paper")
     assert (default.matcher, default.describe) == (Matcher, "default: normalised exact match")
-    anls = plugin.agreement_for(None, ["exact_match", "ANLS"], "strict")  # any ANLS metric of the task
+    anls = requests.agreement_for(None, ["exact_match", "ANLS"], "strict")  # any ANLS metric of the task
     assert (anls.matcher, anls.describe) == (AnlsMatcher, "default: ANLS >= 0.5 between the two answers")
-    forced = plugin.agreement_for("pope", ["pope_accuracy"], "chartqa")
+    forced = requests.agreement_for("pope", ["pope_accuracy"], "chartqa")
     assert forced.matcher is BENCHMARKS["chartqa"].agreement and "agree=chartqa" in forced.describe
-    exact = plugin.agreement_for("infovqa", ["anls"], "exact")  # the default overridden, on our tasks too
+    exact = requests.agreement_for("infovqa", ["anls"], "exact")  # the default overridden, on our tasks too
     assert (exact.matcher, exact.describe) == (Matcher, "normalised exact match for every task (model_args agree=exact)")
     with pytest.raises(MaiError, match="agree must be one of paper, strict, exact, anls, chartqa"):
-        plugin.agreement_for(None, [], "fuzzy")
+        requests.agreement_for(None, [], "fuzzy")
 
 
 def test_the_default_rule_ignores_options_where_realworldqa_reads_them():
     question = "Which side?\nA. Left\nB. Right"
-    default = plugin.agreement_for(None, ["exact_match"], "paper").matcher(question)
-    ours = plugin.agreement_for("realworldqa", ["exact_match"], "paper").matcher(question)
+    default = requests.agreement_for(None, ["exact_match"], "paper").matcher(question)
+    ours = requests.agreement_for("realworldqa", ["exact_match"], "paper").matcher(question)
     assert ours.agree(ours.read("Left"), ours.read("A"))  # by option
     assert not default.agree(default.read("Left"), default.read("A"))  # normalised text only
     assert default.agree(default.read("The  LEFT."), default.read("the left"))
-    anls = plugin.agreement_for(None, ["anls"], "paper").matcher("")
+    anls = requests.agreement_for(None, ["anls"], "paper").matcher("")
     assert anls.agree(anls.read("panel 12"), anls.read("panel 13")) and not anls.agree("cat", "dog")
-    strict = plugin.agreement_for(None, ["anls"], "strict").matcher("", "strict")  # as Cascade.matcher builds it
+    strict = requests.agreement_for(None, ["anls"], "strict").matcher("", "strict")  # as Cascade.matcher builds it
     assert not strict.agree(strict.read("panel 12"), strict.read("panel 13"))
 
 
@@ -69,7 +69,7 @@ def test_the_default_rule_ignores_options_where_realworldqa_reads_them():
     ("yes\n\nno", ["\n\n"], "yes\n\nno"),  # the default "\n\n" is dropped, as the Qwen3-VL wrapper does
 ])
 def test_returned_text(raw, until, returned):
-    assert plugin.returned_text(raw, until) == returned
+    assert requests.returned_text(raw, until) == returned
 
 
 def test_model_args_are_checked_before_any_model_loads():
@@ -92,8 +92,8 @@ def test_our_score_reads_an_lmms_eval_doc_as_our_loader_reads_a_hub_row():
     through the benchmark's own loader; a doc lacking a column of the hub schema gets no score of ours."""
     doc = {"index": 1_000_003, "question": "Which animal?", "hint": "nan", "answer": "B", "A": "cat", "B": "dog",
            "C": None, "D": "nan", "image": None, "category": "animals"}
-    score, references, meta = plugin.our_score("mmbench", "a dog", doc, 7, "B")
+    score, references, meta = requests.our_score("mmbench", "a dog", doc, 7, "B")
     assert (score, references) == (1.0, ["B"])  # the option text "dog" names B
     assert (meta["index"], meta["choices"]) == (1_000_003, {"A": "cat", "B": "dog", "D": "nan"})
-    assert plugin.our_score("mmbench", "a cat", doc, 7, "B")[0] == 0.0
-    assert plugin.our_score("chartqa", "5", {"question": "q", "answer": "5"}, 0, "5") is None  # no image, type
+    assert requests.our_score("mmbench", "a cat", doc, 7, "B")[0] == 0.0
+    assert requests.our_score("chartqa", "5", {"question": "q", "answer": "5"}, 0, "5") is None  # no image, type

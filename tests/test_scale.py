@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from mai import MaiError, cli
+from mai.experiment import shard_examples
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--preset", "cpu", "--limit", "2", "--think-tokens", "5", "--simple-tokens", "3", "--answer-tokens", "3",
@@ -85,9 +86,9 @@ def test_shard_flag_and_split():
         with pytest.raises(MaiError, match="--shard wants I/N"):
             cli.parse_shard(bad)
     items = list(range(10))
-    parts = [cli.shard_examples(items, f"{i}/3") for i in range(3)]
+    parts = [shard_examples(items, f"{i}/3") for i in range(3)]
     assert sorted(sum(parts, [])) == items and parts[0] == [0, 3, 6, 9]
-    assert cli.shard_examples(items, None) == items
+    assert shard_examples(items, None) == items
 
 
 def _scale_args(*argv):

@@ -109,13 +109,18 @@ def checkpoint_processor(spec: str, min_pixels: int = MIN_PIXELS, max_pixels: in
     from the same files is identical for images."""
     from transformers import AutoProcessor
 
+    # The bounds as `size`, transformers 5.24's own form: given as min_pixels/max_pixels, from_pretrained also
+    # hands them to the tokenizer, whose init kwargs every processor call passes on to the image processor
+    # (processing_utils.py, ProcessorMixin._merge_kwargs, step 5), and there they raise a FutureWarning
+    # (models/qwen2_vl/image_processing_pil_qwen2_vl.py, _standardize_kwargs: "deprecated ... pass size").
+    size = dict(shortest_edge=min_pixels, longest_edge=max_pixels)
     try:
-        processor = AutoProcessor.from_pretrained(spec, min_pixels=min_pixels, max_pixels=max_pixels)
+        processor = AutoProcessor.from_pretrained(spec, size=size)
         if hasattr(processor, "image_processor"):
             return processor
     except (OSError, ImportError, ValueError):
         pass
-    return image_text_processor_class().from_pretrained(spec, min_pixels=min_pixels, max_pixels=max_pixels)
+    return image_text_processor_class().from_pretrained(spec, size=size)
 
 
 
