@@ -309,28 +309,32 @@ class VLLMGenerator:
         outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
         wall = time.perf_counter() - t0
         n = len(requests)
-        results = []
-        for request, (_, state), out in zip(requests, built, outputs):
-            done = out.outputs[0]
-            ids = list(done.token_ids)
-            times, timed = stage_times(getattr(out, "metrics", None), wall, n)
-            n_out = output_length(ids, done.finish_reason, done.stop_reason, self.eos_token_ids)
-            # A closing stop token counts as output (it cost a decode step) but not as reasoning, as on
-            # the transformers backend (Result.stopped): output_length counted one if vLLM dropped it.
-            stopped = n_out > len(ids) or bool(ids and ids[-1] in self.eos_token_ids)
-            result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
-                            input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out,
-                            times=times, cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0),
-                            stopped=stopped, first_text=state.first_text)
-            if not timed:
-                result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
-            if batch:
-                result.batch_size = n
-            if request.keep_cache and request.mode != "answer":
-                reasoning = ids[:-1] if ids and ids[-1] in self.eos_token_ids else ids
-                result.cache = dataclasses.replace(state, reasoning_ids=reasoning)
-            results.append(result)
-        return results
+        return [self.result(request, state, out, wall, n if batch else None)
+                for request, (_, state), out in zip(requests, built, outputs)]
+
+    def result(self, request: Request, state: PrefixState, out, wall: float, batch_size: int | None = None) -> Result:
+        """The Result of one finished vLLM RequestOutput for `request` (built by build_prompt into `state`);
+        wall: the call's wall time; batch_size: the call's requests when it was a batch (times are shared).
+        Also used by the asynchronous engine's generators (mai.serving.vllm_engine)."""
+        done = out.outputs[0]
+        ids = list(done.token_ids)
+        times, timed = stage_times(getattr(out, "metrics", None), wall, batch_size or 1)
+        n_out = output_length(ids, done.finish_reason, done.stop_reason, self.eos_token_ids)
+        # A closing stop token counts as output (it cost a decode step) but not as reasoning, as on
+        # the transformers backend (Result.stopped): output_length counted one if vLLM dropped it.
+        stopped = n_out > len(ids) or bool(ids and ids[-1] in self.eos_token_ids)
+        result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                        input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out,
+                        times=times, cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0),
+                        stopped=stopped, first_text=state.first_text)
+        if not timed:
+            result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
+        if batch_size is not None:
+            result.batch_size = batch_size
+        if request.keep_cache and request.mode != "answer":
+            reasoning = ids[:-1] if ids and ids[-1] in self.eos_token_ids else ids
+            result.cache = dataclasses.replace(state, reasoning_ids=reasoning)
+        return result
 
     # -- sparse transfer: attention from one transformers prefill --------------------------------------
 
