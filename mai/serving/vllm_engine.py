@@ -189,6 +189,8 @@ def role_engine_args(gen: VLLMGenerator, role: str, args) -> dict:
 
     out = dict(gen.engine_args)
     if current_platform.is_cpu():
+        # Eager on a CPU: torch.compile of both models takes minutes on a few cores before the first answer.
+        out["enforce_eager"] = True
         gib = dict(zip(("small", "large"), getattr(args, "kv_cache_gib", None) or DEFAULT_KV_CACHE_GIB))[role]
         out["kv_cache_memory_bytes"] = int(float(gib) * (1 << 30))
     return out
@@ -220,7 +222,8 @@ def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMG
             prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
                                     gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
                                     max_model_len=getattr(args, "max_model_len", 16384),
-                                    enforce_eager=getattr(args, "vllm_eager", True), start_engine=False, **pixels)
+                                    enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False,
+                                    **pixels)
             if path != spec:
                 from mai.models import model_label
 
