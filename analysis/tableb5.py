@@ -63,12 +63,14 @@ def build(run_dir, report_dir) -> dict:
     df = summarize(rows)
     prov = config.get("provenance", {})
     loads = [r["load_avg_mean"] for r in rows]
-    note = (f"{report.weights_note(described)[0]}; questions: {config.get('benchmark')} (first {config.get('num_prompts')}"
-            f"), text only; vLLM {prov.get('packages', {}).get('vllm')} CPU engine, both models in one server process "
-            f"(two engine-core children), {config.get('concurrency')} worker threads, KV cache {config.get('kv_cache_gib')}"
-            f" GiB (small, large); load generator: {config.get('load_generator')}; {prov.get('cpu_count')} CPU cores "
-            f"shared with other jobs (load average during the rows {min(loads, default=0):.1f}-"
-            f"{max(loads, default=0):.1f}); commit {str(prov.get('git_commit'))[:10]}. Latency: client-side, request "
+    vllm = prov.get("packages", {}).get("vllm")
+    note = (f"{report.weights_note(described)[0]}; questions: {config.get('benchmark')} (first "
+            f"{config.get('num_prompts')}), text only; vLLM {vllm} CPU engine, both models in one server process "
+            f"(two engine-core children), {config.get('concurrency')} worker threads, KV cache "
+            f"{config.get('kv_cache_gib')} GiB (small, large); load generator: {config.get('load_generator')}; "
+            f"{prov.get('cpu_count')} CPU cores shared with other jobs (load average during the rows "
+            f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f}); commit {str(prov.get('git_commit'))[:10]}. "
+            "Latency: client-side, request "
             "sent to answer received; answer_p50: the load generator's time to first token, which is the time to the "
             "answer (one chunk when the cascade ends). rate inf: every request at once. " + CAN_CANNOT)
     tables = report.write_table(df, report_dir, NAME, config, note,

@@ -364,7 +364,8 @@ def bench(args, base: str, model: str, rate: float, dataset: Path, tokenizer: st
 def row_of(system: str, rate: float, res: dict, delta: dict, memory: dict, ready_s: float, args) -> dict:
     ms = 1e-3
     ok = [t for t, e in zip(res.get("e2els") or [], res.get("errors") or []) if not e]
-    return dict(key=row_key(system, rate_name(rate)), system=system, rate=rate_name(rate), num_prompts=args.num_prompts, concurrency=args.concurrency,
+    return dict(key=row_key(system, rate_name(rate)), system=system, rate=rate_name(rate),
+                num_prompts=args.num_prompts, concurrency=args.concurrency,
                 completed=res["completed"], failed=res.get("failed", 0), duration_s=res["duration"],
                 request_throughput=res["request_throughput"], output_throughput=res["output_throughput"],
                 total_output_tokens=res["total_output_tokens"],
@@ -405,10 +406,16 @@ def run_system(args, store: RunStore, system: str, rates: list[float], dataset: 
         stop_server(server)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> None:
     from analysis import tableb5
 
     args = parse_args(argv)
+    # A SIGTERM (timeout, kill) stops the run as Ctrl-C does, so the server and its engines are stopped too.
+    signal.signal(signal.SIGTERM, _interrupt)
     config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "report_dir", "wandb", "port",
                                                                   "vllm_python")}
     config.update(experiment=EXPERIMENT, rates=[rate_name(r) for r in args.rates], provenance=provenance("cpu"),

@@ -28,17 +28,17 @@ server is one process with two engine-core children, one per model: peak memory 
 - Memory split (the paper's setting is 2B + 8B on one GPU): on vLLM's CPU platform each engine gets its own
   KV-cache size, kv_cache_memory_bytes (EngineArgs, vllm 0.30.0 engine/arg_utils.py) from
   ``args.kv_cache_gib`` = (small GiB, large GiB); the legacy VLLM_CPU_KVCACHE_SPACE would give both the same
-  size (vllm/platforms/cpu.py overrides kv_cache_memory_bytes with it), so it is removed from this process's
-  environment. On a GPU each engine gets half of ``args.gpu_memory_utilization``, as mai.cli.scale_generators
-  splits it for the offline engines.
+  size (vllm/platforms/cpu.py overrides kv_cache_memory_bytes with it), so it is left out of the environment
+  while these engines are built. On a GPU each engine gets half of ``args.gpu_memory_utilization``, as
+  mai.cli.scale_generators splits it for the offline engines.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
-import sys
 import threading
 import time
 
@@ -59,12 +59,22 @@ CPU_ENGINE_ENV = dict(VLLM_CPU_OMP_THREADS_BIND="nobind", VLLM_NO_USAGE_STATS="1
 
 
 def use_cpu_engine_env() -> None:
-    """The CPU engine's settings (CPU_ENGINE_ENV) unless the user set them, and no global KV-cache size."""
+    """The CPU engine's settings (CPU_ENGINE_ENV) unless the user set them; call before vllm is imported."""
     for key, value in CPU_ENGINE_ENV.items():
         os.environ.setdefault(key, value)
-    if os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None) is not None:
-        print("note: VLLM_CPU_KVCACHE_SPACE ignored: each engine's KV cache is sized by --kv-cache-gib",
-              file=sys.stderr)
+
+
+@contextlib.contextmanager
+def per_engine_kv_cache():
+    """While an engine is built: no VLLM_CPU_KVCACHE_SPACE, which would replace each engine's own KV-cache size
+    (read in the parent when the config is made, inherited by the engine-core child it starts); restored after,
+    for any other engine of the process (tests run offline engines beside these)."""
+    saved = os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = saved
 
 
 class EngineLoop:
@@ -100,7 +110,8 @@ class AsyncVLLMGenerator:
         self._ids = itertools.count()
 
         async def build():  # in the loop's thread: the engine's output handler belongs to that loop
-            return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args))
+            with per_engine_kv_cache():
+                return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args))
 
         t0 = time.perf_counter()
         self.engine = loop.call(build())
@@ -204,8 +215,8 @@ def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMG
     kv_cache_gib (each optional; defaults as mai.cli's)."""
     from mai import real_checkpoints
 
-    require_vllm()
     use_cpu_engine_env()
+    require_vllm()
     loop = EngineLoop()
     built: list[AsyncVLLMGenerator] = []
 
