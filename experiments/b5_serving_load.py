@@ -418,7 +418,10 @@ def main(argv=None) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     config = {k: v for k, v in vars(args).items() if k not in ("out", "run_name", "report_dir", "wandb", "port",
                                                                   "vllm_python")}
-    config.update(experiment=EXPERIMENT, rates=[rate_name(r) for r in args.rates], provenance=provenance("cpu"),
+    prov = provenance("cpu")  # this driver's; the server's vLLM is the vLLM Python's:
+    prov["packages"]["vllm"] = subprocess.run([args.vllm_python, "-c", "import vllm; print(vllm.__version__)"],
+                                              capture_output=True, text=True).stdout.strip() or None
+    config.update(experiment=EXPERIMENT, rates=[rate_name(r) for r in args.rates], provenance=prov,
                   load_generator="vllm bench serve (vllm 0.30.0), backend openai-chat, Poisson arrivals")
     store = RunStore(args.out, EXPERIMENT, args.run_name, config)
     tracker = Tracker(args.wandb, store.dir, name=f"{EXPERIMENT}/{args.run_name}", group=EXPERIMENT, config=config)

@@ -51,11 +51,13 @@ from mai.vllm_backend import VLLMGenerator, build_prompt, require_vllm, sampling
 POLL_SECONDS = 0.05
 DEFAULT_KV_CACHE_GIB = (1.0, 1.0)  # CPU: enough for the tiny and the Qwen2.5-Coder pair at 16k tokens
 
-# vLLM's CPU engine on a small shared machine (tests/test_vllm_engine.py's module doc measured why): OpenMP
-# threads not pinned to cores (pinned, each engine core's spinning threads fight the front end for the same
-# cores), no usage reports, quiet logs. Read when vllm is imported and when an engine starts.
-CPU_ENGINE_ENV = dict(VLLM_CPU_OMP_THREADS_BIND="nobind", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-                      VLLM_LOGGING_LEVEL="WARNING")
+# vLLM's CPU engine on a small shared machine (tests/test_vllm_engine.py's module doc measured why): one OpenMP
+# thread per engine core, not pinned to a core. Each engine core is a child process that would otherwise start an
+# OpenMP thread per core: two engines then oversubscribe the cores and libgomp's spin-waiting threads contend
+# (tiny Qwen3-VL pair, 2 busy cores: ~100 ms per decoded token, against ~10 ms with one thread each). No usage
+# reports, quiet logs. Read by the engine-core children when they start (the server's own torch is already set).
+CPU_ENGINE_ENV = dict(OMP_NUM_THREADS="1", VLLM_CPU_OMP_THREADS_BIND="nobind", VLLM_NO_USAGE_STATS="1",
+                      DO_NOT_TRACK="1", VLLM_LOGGING_LEVEL="WARNING")
 
 
 def use_cpu_engine_env() -> None:
