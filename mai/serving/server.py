@@ -81,8 +81,21 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--max-model-len", type=int, default=16384)
     v.add_argument("--tensor-parallel", type=int, default=1)
     v.add_argument("--vllm-eager", action="store_true")
+    v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
+                   help="on a CPU: each engine's KV cache in GiB (default: mai.serving.vllm_engine's)")
     cli.add_cascade_flags(p)
     return p
+
+
+def gib_pair(text: str) -> list[float]:
+    """'0.25,1' -> [0.25, 1.0]: the small and the large engine's KV cache, GiB."""
+    try:
+        values = [float(t) for t in cli.csv_list(text)]
+    except ValueError:
+        values = []
+    if len(values) != 2 or not all(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"wants SMALL,LARGE in GiB, two positive numbers, got '{text}'")
+    return values
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -135,6 +148,8 @@ def build(args: argparse.Namespace):
         from mai.__main__ import family_of
         from mai.serving.vllm_engine import start_generators
 
+        pixels = cli.pixel_kwargs(args)  # the image-size policy's bounds, as the transformers models get them
+        args.min_pixels, args.max_pixels = pixels.get("min_pixels"), pixels.get("max_pixels")
         small, large, close = start_generators(args.small, args.large, args)
         families = [family_of(spec) for spec in (args.small, args.large)]
         sees = all(f is None or f.multimodal for f in families)
