@@ -77,7 +77,7 @@ def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, 
     async def health():
         if not worker.accepting:
             return error(503, "not serving (starting or shutting down)", "not_ready", "server_error")
-        return {"status": "ok", "system": system.name, "queued": worker.depth(), "running": worker.busy()}
+        return {"status": "ok", "system": app.state.system.name, "queued": worker.depth(), "running": worker.busy()}
 
     @app.get("/metrics")
     async def prometheus():
@@ -98,6 +98,7 @@ def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, 
         return response
 
     async def _answer(request: Request) -> Response:
+        system = app.state.system  # read per request: a test may swap in another system of the same models
         try:
             chat = api.parse_chat(api.parse_json(await request.body()), served, limits, sees_images)
         except api.ApiError as err:
