@@ -279,3 +279,31 @@ def test_a_full_queue_answers_429_and_a_timeout_504(system):
         assert metric(base, 'mai_requests_total{status="429"}') == 1
         app.state.system = system
         assert http.post("/v1/chat/completions", json=VALID, timeout=120).status_code == 200
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--max-concurrency", "2"], "--max-concurrency is the vllm backend's"),
+    (["--max-queue", "0"], "--max-queue must be at least 1"),
+    (["--port", "70000"], "--port must lie in 1..65535"),
+    (["--request-timeout", "0"], "--request-timeout must be a positive number"),
+    (["--kv-cache-gib", "1"], "--kv-cache-gib: wants SMALL,LARGE"),
+    (["--benchmark", "nope"], "unknown benchmark 'nope'"),
+    (["--allow-image-dir", "/no/such/dir"], "--allow-image-dir /no/such/dir is not a directory"),
+    (["--system", "huge-R"], "argument --system: invalid choice"),
+])
+def test_a_bad_flag_stops_the_server_in_one_line_before_any_model_loads(flags, message, capsys):
+    from mai.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", "--preset", "cpu", *flags])
+    assert stop.value.code in (1, 2)
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_an_image_for_text_only_models_is_refused():
+    body = {"messages": image_message("What is shown?", Image.new("RGB", (8, 8)))}
+    with pytest.raises(api.ApiError) as refused:
+        api.parse_chat(body, "mai", api.ImageLimits(), sees_images=False)
+    assert (refused.value.status, refused.value.code) == (400, "images_not_supported")
+    assert api.parse_chat(body, "mai", api.ImageLimits()).images[0].size == (8, 8)

@@ -145,14 +145,12 @@ def build(args: argparse.Namespace):
         close = None
         sees = small_model.family.multimodal and large_model.family.multimodal
     else:
-        from mai.__main__ import family_of
         from mai.serving.vllm_engine import start_generators
 
         pixels = cli.pixel_kwargs(args)  # the image-size policy's bounds, as the transformers models get them
         args.min_pixels, args.max_pixels = pixels.get("min_pixels"), pixels.get("max_pixels")
         small, large, close = start_generators(args.small, args.large, args)
-        families = [family_of(spec) for spec in (args.small, args.large)]
-        sees = all(f is None or f.multimodal for f in families)
+        sees = all(getattr(gen, "family", None) is None or gen.family.multimodal for gen in (small, large))
     labels = models.model_label(args.small), models.model_label(args.large)
     small, large = Checked(small), Checked(large)
     cascade = Cascade(small, large, config, *labels)
