@@ -290,6 +290,8 @@ def test_a_full_queue_answers_429_and_a_timeout_504(system):
     (["--benchmark", "nope"], "unknown benchmark 'nope'"),
     (["--allow-image-dir", "/no/such/dir"], "--allow-image-dir /no/such/dir is not a directory"),
     (["--system", "huge-R"], "argument --system: invalid choice"),
+    pytest.param(["--backend", "vllm"], "the vLLM backend needs vllm", marks=pytest.mark.skipif(
+        __import__("importlib").util.find_spec("vllm") is not None, reason="vLLM is installed here")),
 ])
 def test_a_bad_flag_stops_the_server_in_one_line_before_any_model_loads(flags, message, capsys):
     from mai.__main__ import main

@@ -118,6 +118,10 @@ def parse(argv=None) -> argparse.Namespace:
             raise MaiError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if not args.request_timeout > 0:
         raise MaiError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
+    if args.backend == "vllm":
+        from mai.vllm_backend import require_vllm
+
+        require_vllm()  # one line saying how to install it, before anything loads
     if args.backend == "transformers" and args.max_concurrency != 1:
         raise MaiError("--max-concurrency is the vllm backend's: the transformers backend serves one query at a "
                        "time (add --backend vllm)")
