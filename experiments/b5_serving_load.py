@@ -3,7 +3,7 @@ served the same way with the Simple and with the Think prompt.
 
     python experiments/b5_serving_load.py --preset cpu        # tiny random Qwen3-VL pair: the machinery
     python experiments/b5_serving_load.py --preset cpu-real   # Qwen2.5-Coder 0.5B + 1.5B, BIG-bench StrategyQA
-    python experiments/b5_serving_load.py --preset cpu-real --rates 0.05,inf --num-prompts 6
+    python experiments/b5_serving_load.py --preset cpu-real --rates 0.1,inf --num-prompts 6
 
 For each served system (--systems: MAI, large-S, large-R) this script
   1. starts `python -m mai serve --backend vllm --system S` (both models on vLLM's asynchronous engine in one
@@ -60,7 +60,7 @@ SYSTEMS = ("mai", "large-S", "large-R")  # the server's --system names (mai.serv
 PRESETS = {
     "cpu": dict(benchmark="synth-pope", num_prompts=8, rates=(1.0, math.inf), concurrency=8, kv_cache_gib="0.25,0.25"),
     # Sized so the three servers and all rates fit in about 15 minutes of a 2-core CPU shared with other jobs.
-    "cpu-real": dict(benchmark="strategyqa", num_prompts=6, rates=(0.05, math.inf), concurrency=6,
+    "cpu-real": dict(benchmark="strategyqa", num_prompts=6, rates=(0.1, math.inf), concurrency=6,
                      kv_cache_gib="1,1"),
 }
 SAMPLE_SECONDS = 0.5
