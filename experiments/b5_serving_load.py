@@ -397,6 +397,11 @@ def run_system(args, store: RunStore, system: str, rates: list[float], dataset: 
             before = scrape(base)
             with Sampler(server.pid) as sampler:
                 res = bench(args, base, system, rate, dataset, tokenizer, result, store.dir / "bench.log")
+            if server.poll() is not None or res["completed"] == 0:
+                # Not a measurement of the system: no row, so the next run of the command does this rate again.
+                raise MaiError(f"{system} at rate {rate_name(rate)}: {res['completed']}/{args.num_prompts} answered"
+                               f" (server {'stopped' if server.poll() is not None else 'running'}; an engine killed "
+                               f"for memory says so in {log}); first error: {(res.get('errors') or ['?'])[0]!r}")
             row = row_of(system, rate, res, metrics_delta(before, scrape(base)), sampler.summary(), ready, args)
             store.append(row)
             print(f"[{system}] rate {rate_name(rate)}: {row['completed']}/{args.num_prompts} done, p50 "
