@@ -5,6 +5,7 @@
     python -m mai answer --preset cpu --image chart.png --question "..."   # tiny random models, CPU
     python -m mai answer --preset cpu-text --question "Is a tomato a fruit?"   # text only, tiny random models
     python -m mai answer --preset cpu-real --question "..."   # text only: Qwen2.5-Coder 0.5B + 1.5B, CPU
+    python -m mai serve --preset cpu   # an OpenAI-compatible endpoint on 127.0.0.1:8000 (mai/serving/server.py)
 
 Without --image the question is text only: every pair takes one (a vision-language model is then asked
 with no image part). An --image given to a text-only model is refused, not dropped: the model could not
@@ -111,7 +112,16 @@ def answer(argv=None) -> None:
     t = trace.totals()
     extra = f", kept {trace.kept_tokens}/{trace.reasoning_tokens} reasoning tokens" if trace.kept_tokens else ""
     print(f"total: {t['latency']:.3f} s; large model output tokens {t['large_output_tokens']}{extra}")
-COMMANDS = {"answer": answer}
+
+
+def serve(argv=None) -> None:
+    """python -m mai serve: see mai/serving/server.py (--help)."""
+    from mai.serving.server import serve as run_server
+
+    run_server(argv)
+
+
+COMMANDS = {"answer": answer, "serve": serve}
 
 
 def main(argv=None) -> None:

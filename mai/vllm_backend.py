@@ -382,11 +382,13 @@ class VLLMGenerator:
         t0 = time.perf_counter()
         outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
         wall = time.perf_counter() - t0
-        return [self._result(request, state, out, wall, len(requests) if batch else None)
+        return [self.result(request, state, out, wall, len(requests) if batch else None)
                 for request, (_, state), out in zip(requests, built, outputs)]
 
-    def _result(self, request: Request, state: PrefixState, out, wall: float, batch_size: int | None) -> Result:
-        """A request's Result from its RequestOutput; `wall` is the whole call's, shared by its requests."""
+    def result(self, request: Request, state: PrefixState, out, wall: float, batch_size: int | None = None) -> Result:
+        """The Result of one finished vLLM RequestOutput for `request` (built by build_prompt into `state`);
+        wall: the call's wall time, shared by its requests; batch_size: the call's requests when it was a
+        batch. Also used by the asynchronous engine's generators (mai.serving.vllm_engine)."""
         done = out.outputs[0]
         ids = list(done.token_ids)
         times, timed = stage_times(getattr(out, "metrics", None), wall, batch_size or 1)

@@ -40,6 +40,8 @@ LAZY = {
     "huggingface_hub": "only when the hub is probed",
     "httpx": "only when the hub is probed",
     "requests": "only when the hub is probed",
+    "accelerate": "only when lmms-eval runs the plugin (its process split)",
+    "uvicorn": "only when `python -m mai serve` starts listening",
 }
 
 

@@ -1,0 +1,179 @@
+"""Serve MAI, or one of Table 10's baselines, behind an OpenAI-compatible endpoint on 127.0.0.1.
+
+    python -m mai serve --preset cpu                  # tiny random Qwen3-VL pair on a CPU, port 8000
+    python -m mai serve --preset cpu-real --port 8001 # real Qwen2.5-Coder 0.5B + 1.5B, text only
+    python -m mai serve --preset paper --system large-R --api-key KEY --host 0.0.0.0
+    python -m mai serve --preset cpu --backend vllm --max-concurrency 8   # in .venv-vllm
+
+Endpoints: POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics. The answer is the served
+system's, exactly as experiments/10_mai.py computes it for the same question (same preset and backend);
+the response carries OpenAI's fields, usage summed over both models' calls, and "mai": {system, route,
+trace}. A stream request gets the whole answer as one chunk when the cascade ends (MAI's answer is known
+only then). On the transformers backend one worker thread serves queries in arrival order; on vLLM
+--max-concurrency threads run queries at once and the engines batch their stages.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from mai import MaiEnvironmentError, MaiError, cli
+
+# As experiments/10_mai.py's presets (Table 10), so that a served answer is the table's for the same question:
+# small, large, think tokens, Simple cap (None: the benchmark's), max pixels, and the preset's other defaults.
+PRESETS = {
+    "paper": dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024),
+    "cpu": dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8, max_pixels=128 * 128),
+    "cpu-text": dict(small="tiny-qwen3", large="tiny-smollm2", think_tokens=32, simple_tokens=8),
+    "cpu-real": dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1], think_tokens=256, simple_tokens=48,
+                     transfer="sparse", sparse_layer=cli.REAL_SPARSE_LAYER, **cli.real_defaults()),
+}
+BACKENDS = ("transformers", "vllm")
+
+
+def parser() -> argparse.ArgumentParser:
+    from mai.serving.system import SYSTEMS
+
+    p = cli._Parser(prog="python -m mai serve", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+                   help="paper: Qwen3-VL 2B + 8B from the hub; cpu: tiny random-weight Qwen3-VL models; cpu-text: "
+                        "tiny random-weight text models; cpu-real: Qwen2.5-Coder 0.5B + 1.5B Instruct, real weights, "
+                        "text only (each as experiments/10_mai.py's preset)")
+    p.add_argument("--system", choices=SYSTEMS, default="mai",
+                   help="mai (default; --verify answer: two-stage, reasoning: simplified; --transfer full|sparse), "
+                        "or a Table 10 baseline: large-S, large-R, small-S, small-R (model, Simple or Think "
+                        "prompt), full-RT (the small model's reasoning handed whole to the large model)")
+    p.add_argument("--served-model-name", help="the model name clients send (default: the --system)")
+    p.add_argument("--benchmark", default="chartqa",
+                   help="whose post-prompt, Simple cap and answer agreement rule to use (default: chartqa)")
+    g = p.add_argument_group("server")
+    g.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    g.add_argument("--port", type=int, default=8000)
+    g.add_argument("--api-key", default=os.environ.get("MAI_API_KEY"),
+                   help="require 'Authorization: Bearer KEY' on /v1/* (default: $MAI_API_KEY, else none)")
+    g.add_argument("--backend", choices=BACKENDS, default="transformers",
+                   help="transformers: one query at a time, stage by stage (default); vllm: both models on "
+                        "vLLM's engine, --max-concurrency queries at once")
+    g.add_argument("--max-concurrency", type=int, default=1,
+                   help="vllm: queries whose cascades run at once (default 1); transformers: 1")
+    g.add_argument("--max-queue", type=int, default=64,
+                   help="queries that may wait for a worker; past it 429 (default 64)")
+    g.add_argument("--request-timeout", type=float, default=600.0,
+                   help="seconds from arrival after which a query is cancelled and answered 504 (default 600)")
+    g.add_argument("--max-image-bytes", type=int, default=10 * 1024 * 1024,
+                   help="largest encoded image accepted (default 10 MiB)")
+    g.add_argument("--max-image-pixels", type=int, default=16384 * 32 ** 2,
+                   help="largest image accepted, width x height (default 16,777,216)")
+    g.add_argument("--allow-image-dir", help="serve file:// image URLs under this directory (default: none)")
+    g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    m = p.add_argument_group("models")
+    m.add_argument("--device", default="auto")
+    m.add_argument("--dtype", help="auto (the default unless the preset names one), bf16, fp16, fp32")
+    m.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, else torch's own)")
+    m.add_argument("--attn", default="sdpa")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--max-pixels", type=int, help="cap on the image-size policy's max_pixels")
+    v = p.add_argument_group("vllm backend")
+    v.add_argument("--gpu-memory-utilization", type=float, default=0.85,
+                   help="fraction of GPU memory for both models together (default 0.85)")
+    v.add_argument("--max-model-len", type=int, default=16384)
+    v.add_argument("--tensor-parallel", type=int, default=1)
+    v.add_argument("--vllm-eager", action="store_true")
+    v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
+                   help="on a CPU: each engine's KV cache in GiB (default: mai.serving.vllm_engine's)")
+    cli.add_cascade_flags(p)
+    return p
+
+
+def gib_pair(text: str) -> list[float]:
+    """'0.25,1' -> [0.25, 1.0]: the small and the large engine's KV cache, GiB."""
+    try:
+        values = [float(t) for t in cli.csv_list(text)]
+    except ValueError:
+        values = []
+    if len(values) != 2 or not all(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"wants SMALL,LARGE in GiB, two positive numbers, got '{text}'")
+    return values
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """The flags, the preset's defaults filled in, and every number checked before anything loads."""
+    from mai.benchmarks import get_benchmark
+
+    args = parser().parse_args(argv)
+    for key, value in PRESETS[args.preset].items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    args.dtype, args.transfer = args.dtype or "auto", args.transfer or "full"
+    args.served_model_name = args.served_model_name or args.system
+    get_benchmark(args.benchmark)
+    if not 0 < args.port < 65536:
+        raise MaiError(f"--port must lie in 1..65535, got {args.port}")
+    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "threads", "think_tokens",
+                 "simple_tokens", "answer_tokens", "max_pixels", "max_model_len", "tensor_parallel"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise MaiError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if not args.request_timeout > 0:
+        raise MaiError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
+    if args.backend == "vllm":
+        from mai.vllm_backend import require_vllm
+
+        require_vllm()  # one line saying how to install it, before anything loads
+    if args.backend == "transformers" and args.max_concurrency != 1:
+        raise MaiError("--max-concurrency is the vllm backend's: the transformers backend serves one query at a "
+                       "time (add --backend vllm)")
+    if args.allow_image_dir is not None and not Path(args.allow_image_dir).is_dir():
+        raise MaiEnvironmentError(f"--allow-image-dir {args.allow_image_dir} is not a directory")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def build(args: argparse.Namespace):
+    """(ServedSystem, close function, whether the models see images) on the chosen backend."""
+    from mai import models
+    from mai.benchmarks import get_benchmark
+    from mai.cascade import Cascade
+    from mai.serving.system import Checked, ServedSystem, StoppableGenerator
+
+    config = cli.cascade_config(args)
+    if args.backend == "transformers":
+        small_model, large_model = experiment.load(args.small, args), experiment.load(args.large, args)
+        cli.check_sparse_layer(config, small_model)
+        small, large = StoppableGenerator(small_model, args.seed), StoppableGenerator(large_model, args.seed)
+        close = None
+        sees = small_model.family.multimodal and large_model.family.multimodal
+    else:
+        from mai.serving.vllm_engine import start_generators
+
+        pixels = experiment.pixel_kwargs(args)  # the image-size policy's bounds, as the transformers models get them
+        args.min_pixels, args.max_pixels = pixels.get("min_pixels"), pixels.get("max_pixels")
+        small, large, close = start_generators(args.small, args.large, args)
+        sees = all(getattr(gen, "family", None) is None or gen.family.multimodal for gen in (small, large))
+    labels = models.model_label(args.small), models.model_label(args.large)
+    small, large = Checked(small), Checked(large)
+    cascade = Cascade(small, large, config, *labels)
+    system = ServedSystem(args.system, small, large, cascade, get_benchmark(args.benchmark), args.simple_tokens)
+    return system, close, sees
+
+
+def serve(argv=None) -> None:
+    import uvicorn
+
+    from mai.serving import api
+    from mai.serving.app import create_app
+    from mai.serving.worker import Worker
+
+    args = parse(argv)
+    system, close, sees = build(args)
+    limits = api.ImageLimits(args.max_image_bytes, args.max_image_pixels,
+                             Path(args.allow_image_dir) if args.allow_image_dir else None)
+    worker = Worker(threads=args.max_concurrency, max_queue=args.max_queue)
+    app = create_app(system, worker, args.served_model_name, limits, api_key=args.api_key,
+                     request_timeout=args.request_timeout, sees_images=sees, on_shutdown=close)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

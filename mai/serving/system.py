@@ -1,0 +1,138 @@
+"""The served system, chosen at start-up: MAI or one of Table 10's baselines, answering one question.
+
+Each system runs exactly as experiments/10_mai.py runs it for one example (mai.evaluate's systems): MAI is
+mai.cascade.Cascade.answer with the benchmark's agreement rule and post-prompt and the Simple cap
+min(benchmark's max_new_tokens, --simple-tokens); a baseline is one model with the Simple or the Think
+prompt; Full RT is the small model's reasoning handed whole to the large model's Simple prompt. A request's
+max_tokens may lower the cap of the call whose text is returned (the Simple answers of both models for MAI,
+whose verification compares them; the Think call of a reasoning baseline).
+
+Every system returns a mai.cascade.Trace, so the response's route, usage and trace have one shape: a
+baseline's route is its system name.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+from mai.cascade import Call, Cascade, Trace
+from mai.generation import HFGenerator, Request
+from mai.serving.query import current
+
+SYSTEMS = ("mai", "large-S", "large-R", "small-S", "small-R", "full-RT")
+BASELINES = {"large-S": ("large", "simple"), "large-R": ("large", "think"),
+             "small-S": ("small", "simple"), "small-R": ("small", "think")}
+
+
+class _Cancelled(StoppingCriteria):
+    """Ends a transformers decode at the next token once the served query is cancelled."""
+
+    def __init__(self, query):
+        self.query = query
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return torch.full((input_ids.shape[0],), self.query.cancelled.is_set(), dtype=torch.bool,
+                          device=input_ids.device)
+
+
+class StoppableGenerator(HFGenerator):
+    """The transformers backend whose decode stops early when the running query is cancelled (its Result is
+    then thrown away: Checked raises Aborted right after). Outside a served query it is HFGenerator."""
+
+    def _decode(self, inputs: dict, kwargs: dict, config, clock):
+        query = current()
+        if query is None:
+            return super()._decode(inputs, kwargs, config, clock)
+        return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
+                                          logits_processor=LogitsProcessorList([clock]),
+                                          stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
+
+
+class Checked:
+    """A generator whose every generate() first checks the running query (mai.serving.query), and checks
+    again after, so a stage cut short by cancellation never reaches the cascade's decisions."""
+
+    def __init__(self, generator):
+        self.generator = generator
+
+    def __getattr__(self, name):  # loaded, label, attention_over_reasoning...: the wrapped generator's
+        return getattr(self.generator, name)
+
+    def generate(self, request: Request):
+        query = current()
+        if query is not None:
+            query.check()
+        result = self.generator.generate(request)
+        if query is not None:
+            query.check()
+        return result
+
+
+@dataclasses.dataclass
+class ServedSystem:
+    """One system over the small and the large generator; answer() is called by one worker thread per query."""
+    name: str  # one of SYSTEMS
+    small: object
+    large: object
+    cascade: Cascade  # holds the config, the models' labels and (for MAI) runs the query
+    bench: object  # mai.data.Benchmark: post-prompt, agreement rule, Simple cap
+    simple_tokens: int | None  # --simple-tokens (None: the benchmark's own max_new_tokens)
+
+    def __post_init__(self):
+        if self.name not in SYSTEMS:
+            raise ValueError(f"system must be one of {SYSTEMS}, got {self.name!r}")
+
+    def models(self) -> dict:
+        return dict(small=self.cascade.names["small"], large=self.cascade.names["large"])
+
+    @property
+    def think_tokens(self) -> int:
+        return self.cascade.config.think_tokens
+
+    def simple_cap(self, max_tokens: int | None = None) -> int:
+        cap = min(self.bench.max_new_tokens, self.simple_tokens or self.bench.max_new_tokens)
+        return min(cap, max_tokens) if max_tokens else cap
+
+    def answer_cap(self, max_tokens: int | None = None) -> int:
+        """The new-token limit of the call whose text is returned."""
+        if BASELINES.get(self.name, (None, None))[1] == "think":
+            return min(self.think_tokens, max_tokens) if max_tokens else self.think_tokens
+        return self.simple_cap(max_tokens)
+
+    def answer(self, question: str, images: list, max_tokens: int | None = None) -> Trace:
+        b = self.bench
+        if self.name == "mai":
+            return self.cascade.answer(question, images, b.agreement, b.post_prompt, self.simple_cap(max_tokens))
+        t0 = time.perf_counter()
+        ask = dict(question=question, images=images, post_prompt=b.post_prompt)
+        names = self.cascade.names
+        if self.name == "full-RT":  # mai.evaluate.transfer_system
+            thought = self.small.generate(Request(**ask, mode="think", max_new_tokens=self.think_tokens))
+            final = self.large.generate(Request(**ask, mode="simple", max_new_tokens=self.simple_cap(max_tokens),
+                                                context=thought.text))
+            calls = [Call("small", names["small"], "think", thought.summary()),
+                     Call("large", names["large"], "transfer", final.summary())]
+            trace = Trace("transfer", final.text, b.extract(final.text), calls, time.perf_counter() - t0)
+            trace.reasoning_tokens = thought.content_tokens
+            return trace
+        role, mode = BASELINES[self.name]  # mai.evaluate.model_system
+        gen = self.small if role == "small" else self.large
+        result = gen.generate(Request(**ask, mode=mode, max_new_tokens=self.answer_cap(max_tokens)))
+        calls = [Call(role, names[role], mode, result.summary())]
+        return Trace(self.name, result.text, b.extract(result.text), calls, time.perf_counter() - t0)
+
+    def finish_reason(self, trace: Trace, max_tokens: int | None = None) -> str:
+        """'length' when the returned call used its whole token limit, else 'stop'."""
+        call = returned_call(trace)
+        return "length" if call.result["output_tokens"] >= self.answer_cap(max_tokens) else "stop"
+
+
+def returned_call(trace: Trace) -> Call:
+    """The call whose text the trace returns: MAI's large Simple answer on the simple and reasoning routes,
+    the transfer call on the transfer route, a baseline's only call."""
+    if trace.route in ("simple", "reasoning"):
+        return next(c for c in trace.calls if c.role == "large")
+    return trace.calls[-1]
