@@ -18,7 +18,7 @@ import argparse
 import os
 from pathlib import Path
 
-from mai import MaiEnvironmentError, MaiError, cli
+from mai import MaiEnvironmentError, MaiError, cli, experiment
 
 # As experiments/10_mai.py's presets (Table 10), so that a served answer is the table's for the same question:
 # small, large, think tokens, Simple cap (None: the benchmark's), max pixels, and the preset's other defaults.
