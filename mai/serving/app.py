@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import time
 import uuid
+from typing import Callable
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from mai import MaiError
@@ -45,104 +47,141 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the handlers need besides the system and the worker (app.state.settings)."""
+
+    served: str  # the model name clients send and /v1/models lists
+    limits: api.ImageLimits
+    api_key: str | None = None
+    request_timeout: float = 600.0
+    sees_images: bool = True
+    on_shutdown: Callable[[], None] | None = None  # the engines' close, after the worker stopped
+
+
+router = APIRouter()
+
+
 def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, api_key: str | None = None,
                request_timeout: float = 600.0, sees_images: bool = True, on_shutdown=None) -> FastAPI:
     """The app over a ServedSystem (mai.serving.system) and a Worker not yet started: the app's lifespan
     starts it and, at shutdown, stops it (cancelling what it holds) and calls on_shutdown (the engines')."""
-    metrics = ServerMetrics(worker)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        worker.start()
-        try:
-            yield
-        finally:
-            await asyncio.to_thread(worker.stop)
-            if on_shutdown is not None:
-                on_shutdown()
-
     app = FastAPI(title="MAI", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.metrics, app.state.worker, app.state.system = metrics, worker, system
-
-    @app.middleware("http")
-    async def authorize(request: Request, call_next):
-        if api_key and request.url.path.startswith("/v1"):
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
-                return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "invalid_api_key",
-                             "authentication_error")
-        return await call_next(request)
-
-    @app.get("/health")
-    async def health():
-        if not worker.accepting:
-            return error(503, "not serving (starting or shutting down)", "not_ready", "server_error")
-        return {"status": "ok", "system": app.state.system.name, "queued": worker.depth(), "running": worker.busy()}
-
-    @app.get("/metrics")
-    async def prometheus():
-        return Response(metrics.render(), media_type=metrics.content_type)
-
-    @app.get("/v1/models")
-    async def models():
-        return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "mai",
-                                            "root": served, "mai": {"system": system.name, **system.models()}}]}
-
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):
-        t0 = time.perf_counter()
-        response = await _answer(request)
-        if response.status_code != CLIENT_CLOSED:
-            metrics.request_seconds.observe(time.perf_counter() - t0)
-        metrics.requests.labels(str(response.status_code)).inc()
-        return response
-
-    async def _answer(request: Request) -> Response:
-        system = app.state.system  # read per request: a test may swap in another system of the same models
-        try:
-            chat = api.parse_chat(api.parse_json(await request.body()), served, limits, sees_images)
-        except api.ApiError as err:
-            return JSONResponse(err.body(), status_code=err.status)
-        query = Query(f"chatcmpl-{uuid.uuid4().hex}")
-        try:
-            job = worker.submit(query, lambda: system.answer(chat.question, chat.images, chat.max_tokens))
-        except QueueFull as err:
-            return error(429, str(err), "queue_full", "rate_limit_error")
-        except NotServing as err:
-            return error(503, str(err), "not_ready", "server_error")
-        answer = asyncio.wrap_future(job.future)
-        answer.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even when abandoned
-        left = asyncio.ensure_future(_disconnected(request))
-        try:
-            done, _ = await asyncio.wait({answer, left}, timeout=request_timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the server cancelled the handler (shutdown)
-            query.cancelled.set()
-            raise
-        finally:
-            left.cancel()
-        if answer not in done:
-            query.cancelled.set()
-            if left in done:
-                metrics.aborted.labels("disconnect").inc()
-                return Response(status_code=CLIENT_CLOSED)
-            metrics.aborted.labels("timeout").inc()
-            return error(504, f"the query took longer than --request-timeout {request_timeout:g} s and was "
-                         "cancelled", "timeout", "server_error")
-        try:
-            trace = answer.result()
-        except Aborted:
-            return error(503, "the query was cancelled (the server is shutting down)", "cancelled", "server_error")
-        except MaiError as err:
-            return error(400, str(err), "invalid_request")
-        except Exception as err:  # a bug or an engine failure: one line to the client, the server goes on
-            return error(500, f"the query failed: {type(err).__name__}: {' '.join(str(err).split())}",
-                         "internal_error", "server_error")
-        metrics.answered(trace, job)
-        finish = system.finish_reason(trace, chat.max_tokens)
-        if chat.stream:
-            events = api.stream_events(query.id, served, trace, finish, system.name, chat.include_usage)
-            return StreamingResponse(iter(events), media_type="text/event-stream")
-        return JSONResponse(api.completion(query.id, served, trace, finish, system.name))
-
+    app.state.system, app.state.worker, app.state.metrics = system, worker, ServerMetrics(worker)
+    app.state.settings = Settings(served, limits, api_key, request_timeout, sees_images, on_shutdown)
+    app.middleware("http")(authorize)
+    app.include_router(router)
     return app
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI):
+    app.state.worker.start()
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(app.state.worker.stop)
+        if app.state.settings.on_shutdown is not None:
+            app.state.settings.on_shutdown()
+
+
+async def authorize(request: Request, call_next):
+    api_key = request.app.state.settings.api_key
+    if api_key and request.url.path.startswith("/v1"):
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+            return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "invalid_api_key",
+                         "authentication_error")
+    return await call_next(request)
+
+
+@router.get("/health")
+async def health(request: Request):
+    state = request.app.state
+    if not state.worker.accepting:
+        return error(503, "not serving (starting or shutting down)", "not_ready", "server_error")
+    return {"status": "ok", "system": state.system.name, "queued": state.worker.depth(), "running": state.worker.busy()}
+
+
+@router.get("/metrics")
+async def prometheus(request: Request):
+    metrics = request.app.state.metrics
+    return Response(metrics.render(), media_type=metrics.content_type)
+
+
+@router.get("/v1/models")
+async def models(request: Request):
+    served, system = request.app.state.settings.served, request.app.state.system
+    return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "mai",
+                                        "root": served, "mai": {"system": system.name, **system.models()}}]}
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(request: Request):
+    metrics = request.app.state.metrics
+    t0 = time.perf_counter()
+    response = await _answer(request)
+    if response.status_code != CLIENT_CLOSED:
+        metrics.request_seconds.observe(time.perf_counter() - t0)
+    metrics.requests.labels(str(response.status_code)).inc()
+    return response
+
+
+async def _answer(request: Request) -> Response:
+    """Parse, queue, wait for the answer or the client's disconnect or the timeout, and render the reply."""
+    state, settings = request.app.state, request.app.state.settings
+    system = state.system  # read per request: a test may swap in another system of the same models
+    try:
+        chat = api.parse_chat(api.parse_json(await request.body()), settings.served, settings.limits,
+                              settings.sees_images)
+    except api.ApiError as err:
+        return JSONResponse(err.body(), status_code=err.status)
+    query = Query(f"chatcmpl-{uuid.uuid4().hex}")
+    try:
+        job = state.worker.submit(query, lambda: system.answer(chat.question, chat.images, chat.max_tokens))
+    except QueueFull as err:
+        return error(429, str(err), "queue_full", "rate_limit_error")
+    except NotServing as err:
+        return error(503, str(err), "not_ready", "server_error")
+    waited = await _wait(request, query, job, settings.request_timeout, state.metrics)
+    if isinstance(waited, Response):
+        return waited
+    state.metrics.answered(waited, job)
+    finish = system.finish_reason(waited, chat.max_tokens)
+    if chat.stream:
+        events = api.stream_events(query.id, settings.served, waited, finish, system.name, chat.include_usage)
+        return StreamingResponse(iter(events), media_type="text/event-stream")
+    return JSONResponse(api.completion(query.id, settings.served, waited, finish, system.name))
+
+
+async def _wait(request: Request, query: Query, job, timeout: float, metrics: ServerMetrics):
+    """The query's trace, or the Response that ends the request instead: the client left (counted, never
+    sent), the timeout passed (504), the query was cancelled at shutdown (503) or failed (400/500). Either
+    of the first two sets the query's cancelled flag, so the worker drops or stops it."""
+    answer = asyncio.wrap_future(job.future)
+    answer.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even when abandoned
+    left = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait({answer, left}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # the server cancelled the handler (shutdown)
+        query.cancelled.set()
+        raise
+    finally:
+        left.cancel()
+    if answer not in done:
+        query.cancelled.set()
+        if left in done:
+            metrics.aborted.labels("disconnect").inc()
+            return Response(status_code=CLIENT_CLOSED)
+        metrics.aborted.labels("timeout").inc()
+        return error(504, f"the query took longer than --request-timeout {timeout:g} s and was cancelled",
+                     "timeout", "server_error")
+    try:
+        return answer.result()
+    except Aborted:
+        return error(503, "the query was cancelled (the server is shutting down)", "cancelled", "server_error")
+    except MaiError as err:
+        return error(400, str(err), "invalid_request")
+    except Exception as err:  # a bug or an engine failure: one line to the client, the server goes on
+        return error(500, f"the query failed: {type(err).__name__}: {' '.join(str(err).split())}",
+                     "internal_error", "server_error")
