@@ -253,10 +253,11 @@ def on_cpu_backend() -> bool:
     return current_platform.is_cpu()
 
 
-def fit_cpu_memory(all_args: list[dict]) -> None:
+def fit_cpu_memory(all_args: list[dict], given: list[int] | None = None) -> None:
     """On vLLM's CPU backend, give every engine's arguments its KV-cache size (kv_cache_memory_bytes), all
-    chosen from the memory available before any engine starts (mai.vllm_cpu_memory), or stop in one line
-    when one cannot fit; elsewhere, or when VLLM_CPU_KVCACHE_SPACE decides, leave them as they are."""
+    chosen from the memory available before any engine starts (mai.vllm_cpu_memory), or the sizes given
+    (bytes, one per engine) once checked; stop in one line when one cannot fit. Elsewhere, or when
+    VLLM_CPU_KVCACHE_SPACE decides, leave them as they are."""
     if not all_args or not on_cpu_backend() or vllm_cpu_memory.left_to_vllm():
         return
     from transformers import AutoConfig
@@ -265,8 +266,11 @@ def fit_cpu_memory(all_args: list[dict]) -> None:
     # No max_model_len: vLLM takes the model's own longest context.
     needs = [vllm_cpu_memory.longest_request_bytes(c, a["dtype"], a["max_model_len"] or c.max_position_embeddings)
              for c, a in zip(configs, all_args)]
-    sizes = vllm_cpu_memory.split(needs, [a["gpu_memory_utilization"] for a in all_args],
-                                  vllm_cpu_memory.available_memory(), [a["model"] for a in all_args])
+    names, available = [a["model"] for a in all_args], vllm_cpu_memory.available_memory()
+    if given is not None:
+        sizes = vllm_cpu_memory.check_given(list(given), needs, available, names)
+    else:
+        sizes = vllm_cpu_memory.split(needs, [a["gpu_memory_utilization"] for a in all_args], available, names)
     for args, size in zip(all_args, sizes):
         args["kv_cache_memory_bytes"] = size
 

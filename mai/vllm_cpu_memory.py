@@ -65,6 +65,20 @@ def split(needs: list[int], shares: list[float], available: int, names: list[str
     return sizes
 
 
+def check_given(sizes: list[int], needs: list[int], available: int, names: list[str]) -> list[int]:
+    """Sizes the user chose (mai serve --kv-cache-gib), checked before any engine starts: each at least one
+    longest request (vLLM refuses to start below that, with a traceback) and together within the available
+    memory. A size that fails is a MaiError naming the model."""
+    for size, need, name in zip(sizes, needs, names):
+        if size < need:
+            raise MaiError(f"a KV cache of {size / GIB:.2f} GiB for {name} is less than one --max-model-len request "
+                           f"needs ({need / GIB:.2f} GiB): raise --kv-cache-gib or lower --max-model-len")
+    if sum(sizes) > available:
+        raise MaiError(f"the KV caches asked ({sum(sizes) / GIB:.2f} GiB in all) exceed the {available / GIB:.2f} GiB "
+                       f"of memory available: lower --kv-cache-gib or free memory")
+    return sizes
+
+
 def available_memory() -> int:
     """Memory available now, as vLLM's CPU worker reads it on a machine without NUMA nodes
     (vllm/utils/cpu_resource_utils.py get_memory_node_info: psutil's available)."""

@@ -163,3 +163,23 @@ def test_cancelled_query_aborts_its_engine_request(pair):
     with query.running(q):  # a cancelled query submits nothing more
         with pytest.raises(query.Aborted):
             large.generate(Request(QUESTION, [], "simple", POST, max_new_tokens=5))
+
+
+def test_the_served_pair_is_sized_as_the_experiments_or_as_given_before_any_engine_starts(checkpoints):
+    """pair_engine_args on generators without engines: no --kv-cache-gib gives mai.vllm_backend.fit_cpu_memory's
+    split (each tiny model's one request is far below 1 GiB, so 1 GiB each); given sizes are kept; a given size
+    below one --max-model-len request stops in one line."""
+    from mai import MaiError
+    from mai.serving.vllm_engine import pair_engine_args, prompt_side
+
+    args = types.SimpleNamespace(dtype="fp32", max_model_len=4096, vllm_eager=True, kv_cache_gib=None)
+    gens = [prompt_side(checkpoints[role], args) for role in ("small", "large")]
+    assert all(g.llm is None for g in gens)
+    sized = pair_engine_args(gens, args)
+    assert [a["kv_cache_memory_bytes"] for a in sized] == [1 << 30, 1 << 30]
+    assert all(a["enforce_eager"] for a in sized)
+    args.kv_cache_gib = (0.25, 0.5)
+    assert [a["kv_cache_memory_bytes"] for a in pair_engine_args(gens, args)] == [1 << 28, 1 << 29]
+    args.kv_cache_gib = (0.25, 1e-4)
+    with pytest.raises(MaiError, match="less than one --max-model-len request needs"):
+        pair_engine_args(gens, args)

@@ -46,6 +46,17 @@ def test_a_split_that_cannot_fit_is_one_line_naming_the_model():
     assert "--max-model-len" in message
 
 
+def test_sizes_the_user_gives_are_checked_against_one_request_and_the_memory_available():
+    # mai serve --kv-cache-gib: kept as given when each holds one longest request and both fit together.
+    assert memory.check_given([GIB // 4, GIB], [32 << 20, GIB], 8 * GIB, ["s", "l"]) == [GIB // 4, GIB]
+    with pytest.raises(MaiError, match=r"^a KV cache of 0.25 GiB for large-dir is less than one --max-model-len "
+                                       r"request needs \(1.00 GiB\)"):
+        memory.check_given([GIB, GIB // 4], [32 << 20, GIB], 8 * GIB, ["small-dir", "large-dir"])
+    with pytest.raises(MaiError) as err:
+        memory.check_given([4 * GIB, 5 * GIB], [GIB, GIB], 8 * GIB, ["s", "l"])
+    assert "\n" not in str(err.value) and "9.00 GiB in all" in str(err.value) and "8.00 GiB" in str(err.value)
+
+
 def test_kvcache_space_in_the_environment_is_left_to_vllm(monkeypatch):
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     assert memory.left_to_vllm()

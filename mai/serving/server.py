@@ -82,7 +82,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--tensor-parallel", type=int, default=1)
     v.add_argument("--vllm-eager", action="store_true")
     v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
-                   help="on a CPU: each engine's KV cache in GiB (default: mai.serving.vllm_engine's)")
+                   help="on a CPU: each engine's KV cache in GiB (default: one longest request or 1 GiB each, "
+                        "within half the available memory, as the experiments' engines)")
     cli.add_cascade_flags(p)
     return p
 

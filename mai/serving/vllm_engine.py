@@ -26,11 +26,13 @@ server is one process with two engine-core children, one per model: peak memory 
   included; Result.times splits it as VLLMGenerator does (stage_times), batch_size left unset: the engine's
   batching is invisible to one request.
 - Memory split (the paper's setting is 2B + 8B on one GPU): on vLLM's CPU platform each engine gets its own
-  KV-cache size, kv_cache_memory_bytes (EngineArgs, vllm 0.30.0 engine/arg_utils.py) from
-  ``args.kv_cache_gib`` = (small GiB, large GiB); the legacy VLLM_CPU_KVCACHE_SPACE would give both the same
-  size (vllm/platforms/cpu.py overrides kv_cache_memory_bytes with it), so it is left out of the environment
-  while these engines are built. On a GPU each engine gets half of ``args.gpu_memory_utilization``, as
-  mai.cli.scale_generators splits it for the offline engines.
+  KV-cache size, kv_cache_memory_bytes (EngineArgs, vllm 0.30.0 engine/arg_utils.py), chosen for both before
+  either starts as the experiments choose it (mai.vllm_backend.fit_cpu_memory: one longest request or 1 GiB,
+  within the engine's share of the available memory), or ``args.kv_cache_gib`` = (small GiB, large GiB) when
+  given, checked the same way; the legacy VLLM_CPU_KVCACHE_SPACE would give both the same size
+  (vllm/platforms/cpu.py overrides kv_cache_memory_bytes with it), so it is left out of the environment while
+  these engines are sized and built. On a GPU each engine gets half of ``args.gpu_memory_utilization``, as
+  mai.experiment.scale_generators splits it for the offline engines.
 """
 from __future__ import annotations
 
@@ -45,11 +47,11 @@ import time
 from mai import MaiError
 from mai.request import Request, Result
 from mai.serving import query as query_mod
-from mai.vllm_backend import VLLMGenerator, build_prompt, require_vllm, sampling_fields
+from mai.vllm_backend import (VLLMGenerator, build_prompt, fit_cpu_memory, on_cpu_backend, require_vllm,
+                               sampling_fields)
 
 # How often a blocked generate looks at its query's cancelled flag (seconds): the abort's latency.
 POLL_SECONDS = 0.05
-DEFAULT_KV_CACHE_GIB = (1.0, 1.0)  # CPU: enough for the tiny and the Qwen2.5-Coder pair at 16k tokens
 
 # vLLM's CPU engine on a small shared machine (tests/test_vllm_engine.py's module doc measured why): one OpenMP
 # thread per engine core, not pinned to a core. Each engine core is a child process that would otherwise start an
@@ -196,16 +198,20 @@ class AsyncVLLMGenerator:
         self.engine = None
 
 
-def role_engine_args(gen: VLLMGenerator, role: str, args) -> dict:
-    """The engine arguments of one model: VLLMGenerator's, with this role's share of the machine."""
-    from vllm.platforms import current_platform
-
-    out = dict(gen.engine_args)
-    if current_platform.is_cpu():
+def pair_engine_args(gens: list[VLLMGenerator], args) -> list[dict]:
+    """Both engines' arguments: VLLMGenerator's, with each one's share of the machine. On a CPU: eager, and
+    the KV caches (kv_cache_memory_bytes) split as the experiments split them (mai.vllm_backend.fit_cpu_memory)
+    or as --kv-cache-gib gives them, checked against one longest request and the memory available; sized with
+    VLLM_CPU_KVCACHE_SPACE out of the environment, as the engines are built (per_engine_kv_cache)."""
+    out = [dict(g.engine_args) for g in gens]
+    if not on_cpu_backend():
+        return out
+    for engine in out:
         # Eager on a CPU: torch.compile of both models takes minutes on a few cores before the first answer.
-        out["enforce_eager"] = True
-        gib = dict(zip(("small", "large"), getattr(args, "kv_cache_gib", None) or DEFAULT_KV_CACHE_GIB))[role]
-        out["kv_cache_memory_bytes"] = int(float(gib) * (1 << 30))
+        engine["enforce_eager"] = True
+    given = getattr(args, "kv_cache_gib", None)
+    with per_engine_kv_cache():
+        fit_cpu_memory(out, [int(float(gib) * (1 << 30)) for gib in given] if given else None)
     return out
 
 
@@ -231,14 +237,30 @@ def real_checkpoint_dir(spec: str):
                        f"directory {folder})") from None
 
 
+def prompt_side(spec: str, args) -> VLLMGenerator:
+    """A VLLMGenerator without an engine: the model's prompts, processor and engine arguments."""
+    from mai import real_checkpoints
+
+    # A real pair's name resolves to its converted checkpoint directory (mai.real_checkpoints).
+    path = str(real_checkpoint_dir(spec)) if spec in real_checkpoints.REAL_PAIR else spec
+    pixels = {k: getattr(args, k) for k in ("min_pixels", "max_pixels") if getattr(args, k, None)}
+    prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
+                            gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
+                            max_model_len=getattr(args, "max_model_len", 16384),
+                            enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False, **pixels)
+    if path != spec:  # the table's label ("1.5B"); spec stays the directory its transformers copy loads
+        from mai.model_specs import model_label
+
+        prompts.label = model_label(spec)
+    return prompts
+
+
 def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMGenerator, AsyncVLLMGenerator,
                                                                            callable]:
     """(small generator, large generator, close) with both engines on one event loop in this process.
 
     args: dtype, seed, max_model_len, vllm_eager, min_pixels / max_pixels, gpu_memory_utilization,
     kv_cache_gib (each optional; defaults as mai.cli's)."""
-    from mai import real_checkpoints
-
     use_cpu_engine_env()
     require_vllm()
     loop = EngineLoop()
@@ -250,20 +272,9 @@ def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMG
         loop.stop()
 
     try:
-        for role, spec in (("small", small_spec), ("large", large_spec)):
-            # A real pair's name resolves to its converted checkpoint directory (mai.real_checkpoints).
-            path = str(real_checkpoint_dir(spec)) if spec in real_checkpoints.REAL_PAIR else spec
-            pixels = {k: getattr(args, k) for k in ("min_pixels", "max_pixels") if getattr(args, k, None)}
-            prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
-                                    gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
-                                    max_model_len=getattr(args, "max_model_len", 16384),
-                                    enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False,
-                                    **pixels)
-            if path != spec:  # the table's label ("1.5B"); spec stays the directory its transformers copy loads
-                from mai.model_specs import model_label
-
-                prompts.label = model_label(spec)
-            built.append(AsyncVLLMGenerator(prompts, role_engine_args(prompts, role, args), loop, role))
+        prompts = [prompt_side(spec, args) for spec in (small_spec, large_spec)]
+        for role, gen, engine_args in zip(("small", "large"), prompts, pair_engine_args(prompts, args)):
+            built.append(AsyncVLLMGenerator(gen, engine_args, loop, role))
     except BaseException:
         close()
         raise
