@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mai import MaiError, cli  # noqa: E402
+from mai import MaiError, cli, experiment  # noqa: E402
 from mai.results import RunStore, provenance, row_key  # noqa: E402
 from mai.tracking import Tracker  # noqa: E402
 
@@ -441,7 +441,7 @@ def main(argv=None) -> None:
             run_system(args, store, system, rates, dataset, tokenizer, questions)
     outputs = tableb5.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])
-    cli.finish(store, tracker, outputs)
+    experiment.finish(store, tracker, outputs)
 
 
 if __name__ == "__main__":
