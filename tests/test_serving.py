@@ -205,6 +205,8 @@ def test_each_bad_request_is_one_line_and_the_server_keeps_serving(system, tmp_p
         ({**VALID, "max_tokens": "8"}, 400, "invalid_max_tokens"),
         ({**VALID, "max_completion_tokens": api.MAX_TOKENS_LIMIT + 1}, 400, "invalid_max_tokens"),
         ({**VALID, "n": 2}, 400, "invalid_n"),
+        (user([{"type": "image_url", "image_url": {"url": png_url(Image.new("RGB", (8, 8)))}}] * 2
+              + [{"type": "text", "text": "Which is larger?"}]), 400, "too_many_images"),
     ]
     limits = api.ImageLimits(max_bytes=20_000, allow_dir=allowed)
     with serving(system, limits=limits) as (base, _), httpx.Client(base_url=base, timeout=120) as http:
@@ -284,6 +286,7 @@ def test_a_full_queue_answers_429_and_a_timeout_504(system):
 @pytest.mark.parametrize("flags, message", [
     (["--max-concurrency", "2"], "--max-concurrency is the vllm backend's"),
     (["--max-queue", "0"], "--max-queue must be at least 1"),
+    (["--max-images", "0"], "--max-images must be at least 1"),
     (["--port", "70000"], "--port must lie in 1..65535"),
     (["--request-timeout", "0"], "--request-timeout must be a positive number"),
     (["--kv-cache-gib", "1"], "--kv-cache-gib: wants SMALL,LARGE"),
@@ -309,3 +312,14 @@ def test_an_image_for_text_only_models_is_refused():
         api.parse_chat(body, "mai", api.ImageLimits(), sees_images=False)
     assert (refused.value.status, refused.value.code) == (400, "images_not_supported")
     assert api.parse_chat(body, "mai", api.ImageLimits()).images[0].size == (8, 8)
+
+
+def test_images_past_the_request_limit_are_refused_and_within_it_kept_in_order():
+    parts = [{"type": "image_url", "image_url": {"url": png_url(Image.new("RGB", (8 + k, 8)))}} for k in range(3)]
+    body = {"messages": [{"role": "user", "content": parts + [{"type": "text", "text": "Which is widest?"}]}]}
+    with pytest.raises(api.ApiError) as refused:
+        api.parse_chat(body, "mai", api.ImageLimits(max_count=2))
+    assert (refused.value.status, refused.value.code) == (400, "too_many_images")
+    assert "content part 2" in refused.value.message and "--max-images" in refused.value.message
+    chat = api.parse_chat(body, "mai", api.ImageLimits(max_count=3))
+    assert [im.size for im in chat.images] == [(8, 8), (9, 8), (10, 8)]

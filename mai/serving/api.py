@@ -45,6 +45,7 @@ class ImageLimits:
     max_bytes: int = 10 * 1024 * 1024  # an encoded image (a data: URL's payload or a file)
     max_pixels: int = 16384 * 32 ** 2  # width x height: mai.images' "chat" policy's upper bound
     allow_dir: Path | None = None  # file:// URLs only under it; None: none allowed
+    max_count: int = 1  # images in one request (vLLM's engines refuse more than their limit_mm_per_prompt)
 
 
 @dataclasses.dataclass
@@ -132,6 +133,9 @@ def _user_turn(messages, limits: ImageLimits) -> tuple[str, list]:
             url = url.get("url") if isinstance(url, dict) else url
             if not isinstance(url, str):
                 raise ApiError(400, f"content part {k}: image_url needs a url", "invalid_image", param="messages")
+            if len(images) == limits.max_count:  # before decoding another one
+                raise ApiError(400, f"content part {k}: more than {limits.max_count} image(s) in one request, the "
+                               "server's limit (--max-images)", "too_many_images", param="messages")
             images.append(read_image(url, limits, f"content part {k}"))
         else:
             raise ApiError(400, f"content part {k} has type {kind!r}: only 'text' and 'image_url' parts are served",

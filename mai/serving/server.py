@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
                    help="largest encoded image accepted (default 10 MiB)")
     g.add_argument("--max-image-pixels", type=int, default=16384 * 32 ** 2,
                    help="largest image accepted, width x height (default 16,777,216)")
+    g.add_argument("--max-images", type=int, default=1,
+                   help="images accepted in one request; vLLM's engines are started with this limit too "
+                        "(default 1, as every benchmark's question)")
     g.add_argument("--allow-image-dir", help="serve file:// image URLs under this directory (default: none)")
     g.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     m = p.add_argument_group("models")
@@ -112,7 +115,7 @@ def parse(argv=None) -> argparse.Namespace:
     get_benchmark(args.benchmark)
     if not 0 < args.port < 65536:
         raise MaiError(f"--port must lie in 1..65535, got {args.port}")
-    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "threads", "think_tokens",
+    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "threads", "think_tokens",
                  "simple_tokens", "answer_tokens", "max_pixels", "max_model_len", "tensor_parallel"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -173,7 +176,7 @@ def serve(argv=None) -> None:
     args = parse(argv)
     system, close, sees = build(args)
     limits = api.ImageLimits(args.max_image_bytes, args.max_image_pixels,
-                             Path(args.allow_image_dir) if args.allow_image_dir else None)
+                             Path(args.allow_image_dir) if args.allow_image_dir else None, args.max_images)
     worker = Worker(threads=args.max_concurrency, max_queue=args.max_queue)
     app = create_app(system, worker, args.served_model_name, limits, api_key=args.api_key,
                      request_timeout=args.request_timeout, sees_images=sees, on_shutdown=close)

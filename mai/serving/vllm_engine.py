@@ -247,7 +247,8 @@ def prompt_side(spec: str, args) -> VLLMGenerator:
     prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
                             gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
                             max_model_len=getattr(args, "max_model_len", 16384),
-                            enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False, **pixels)
+                            enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False,
+                            max_images=getattr(args, "max_images", 1), **pixels)
     if path != spec:  # the table's label ("1.5B"); spec stays the directory its transformers copy loads
         from mai.model_specs import model_label
 
