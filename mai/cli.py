@@ -118,7 +118,8 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--benchmarks", type=csv_list, help=f"comma-separated: {', '.join(benchmark_names())}")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
-                   help="read a benchmark from local parquet files in the hub schema instead of the hub")
+                   help="read a benchmark from local parquet files in the hub schema instead of the hub (a "
+                        "BIG-bench benchmark: one task.json in BIG-bench's schema instead of the cached one)")
     p.add_argument("--out", default="runs", help="runs directory (default: runs)")
     p.add_argument("--run-name", help="run directory name (default: the preset); the same name resumes")
     p.add_argument("--wandb", default="auto", choices=["auto", "online", "offline", "disabled"],
@@ -297,9 +298,20 @@ def check_parquet(name: str, path: str) -> None:
                                   f"{get_benchmark(name).hub_path} schema (has: {', '.join(names)})")
 
 
+def check_task_file(name: str, path: str) -> None:
+    """A task.json in BIG-bench's schema with at least one example."""
+    from mai.benchmarks import get_benchmark
+
+    if not Path(path).is_file():
+        what = "is a directory, not a task.json" if Path(path).is_dir() else "does not exist"
+        raise MaiEnvironmentError(f"--data-files {name}={path} {what}")
+    if not get_benchmark(name).read_items(path):
+        raise MaiError(f"--data-files {name}={path} has no examples")
+
+
 def check_data_files(args: argparse.Namespace) -> None:
-    """Each --data-files BENCHMARK=PATH: a hub benchmark of this run, each file it names readable parquet
-    with that benchmark's columns."""
+    """Each --data-files BENCHMARK=PATH: a benchmark of this run, each file it names readable parquet with
+    that benchmark's columns, or, for a BIG-bench benchmark, one task.json in BIG-bench's schema."""
     from mai.benchmarks import get_benchmark
 
     for name, pattern in args.data_files.items():
@@ -313,6 +325,13 @@ def check_data_files(args: argparse.Namespace) -> None:
         files = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
         if not files:
             raise MaiEnvironmentError(f"--data-files {name}={pattern} matches no file")
+        if getattr(get_benchmark(name), "bigbench_task", ""):
+            if len(files) != 1:
+                raise MaiError(f"--data-files {name}={pattern}: a BIG-bench benchmark reads one task.json, "
+                               f"this names {len(files)} files")
+            check_task_file(name, files[0])
+            args.data_files[name] = files[0]  # a glob that matched it, resolved: the loader reads one path
+            continue
         for path in files:
             check_parquet(name, path)
 

@@ -235,6 +235,31 @@ def test_main_reports_an_unknown_task_in_one_line(cache, sdist, capsys):
                                        "bigbench/benchmark_tasks/nope/task.json in bigbench-1.0.0.tar.gz)\n")
 
 
+def test_set_up_goes_on_when_the_registry_refuses_the_archive(cache, monkeypatch, capsys):
+    """What setup.sh --real runs (--if-available): a download pip cannot make is one warning, exit 0, nothing
+    written; without the flag it is the one-line error and exit 1."""
+    monkeypatch.setattr(_bigbench, "download", REAL_DOWNLOAD)
+    monkeypatch.setattr(_bigbench, "PIP_FOR_SDIST", "pip==0.0.0-no-such-version")  # pip itself fails, offline too
+    _bigbench.main(["--if-available"])
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: no BIG-bench task files (cannot download bigbench-1.0.0")
+    assert err[0].endswith("or read a task.json given as --data-files BENCHMARK=PATH")
+    assert _listing(cache) == []
+    with pytest.raises(SystemExit) as exit_:
+        _bigbench.main([])
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err.startswith("error: cannot download bigbench-1.0.0.tar.gz with pip (")
+
+
+def test_if_available_still_fails_on_a_broken_archive(cache, tmp_path, capsys):
+    broken = tmp_path / "broken.tar.gz"
+    broken.write_bytes(b"not gzip")
+    with pytest.raises(SystemExit) as exit_:
+        _bigbench.main(["--if-available", "--sdist", str(broken)])
+    assert exit_.value.code == 1 and capsys.readouterr().err.startswith(f"error: cannot read {broken} (")
+    assert _listing(cache) == []
+
+
 # ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
@@ -299,10 +324,32 @@ def test_a_local_task_file_loads_and_a_bad_one_is_one_line(cache, tmp_path):
     ex = load_benchmark("object_counting", data_files=str(path))
     assert [e.references for e in ex] == [["3"], ["9"], ["18"]]
     assert dataset_sources()["object_counting"] == f"task file {path} in the BIG-bench schema"
-    path.write_text("[1, 2]")
-    with pytest.raises(MaiError) as err:
-        load_benchmark("object_counting", data_files=str(path))
-    assert _one_line(err) == f"{path} is not a BIG-bench task file (JSON with examples)"
+    for text in ("[1, 2]", '{"examples": 3}', '{"examples": [1]}'):
+        path.write_text(text)
+        with pytest.raises(MaiError) as err:
+            load_benchmark("object_counting", data_files=str(path))
+        assert _one_line(err) == f"{path} is not a BIG-bench task file (JSON with examples)"
+
+
+def test_a_task_file_given_on_the_command_line_is_checked_before_anything_loads(tmp_path):
+    """--data-files for a BIG-bench benchmark: one task.json in BIG-bench's schema (a glob resolved to it)."""
+    import argparse
+
+    from mai.cli import check_data_files
+
+    path = tmp_path / "counting.task.json"
+    path.write_bytes(task_bytes("object_counting"))
+    args = argparse.Namespace(benchmarks=["object_counting"], data_files={"object_counting": str(tmp_path / "*.json")})
+    check_data_files(args)
+    assert args.data_files == {"object_counting": str(path)}
+    (tmp_path / "other.json").write_text("{}")
+    args.data_files = {"object_counting": str(tmp_path / "*.json")}
+    with pytest.raises(MaiError, match=r"reads one task.json, this names 2 files$"):
+        check_data_files(args)
+    path.write_text('{"examples": []}')
+    args.data_files = {"object_counting": str(path)}
+    with pytest.raises(MaiError, match="has no examples$"):
+        check_data_files(args)
 
 
 def test_text_only_examples_have_no_images_and_others_still_need_one(fetched):

@@ -45,6 +45,10 @@ CASES = [  # script, flags, the one line expected on stderr (its start), exit st
      f"error: --data-files chartqa={NOT_A_DIR} is not a parquet file", 1),
     ("07_prompt_modes", ["--benchmarks", "chartqa", "--data-files", f"chartqa={BAD_PARQUET}"],
      f"error: --data-files chartqa={BAD_PARQUET} lacks column(s) answer, type of the lmms-lab/ChartQA schema", 1),
+    ("10_mai", ["--preset", "cpu", "--benchmarks", "object_counting", "--data-files", "object_counting={tmp}/no.json"],
+     "error: --data-files object_counting={tmp}/no.json does not exist", 1),
+    ("10_mai", ["--preset", "cpu", "--benchmarks", "object_counting", "--data-files", f"object_counting={NOT_A_DIR}"],
+     f"error: {NOT_A_DIR} is not a BIG-bench task file (JSON with examples)", 2),
 ]
 
 

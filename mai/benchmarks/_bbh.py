@@ -221,6 +221,20 @@ class BigBenchBenchmark(Benchmark):
         return Example(id=f"{self.name}-{idx}", benchmark=self.name, question=question, references=references,
                        images=[], meta={"index": idx, **meta}, text_only=True)
 
+    @staticmethod
+    def read_items(path) -> list[dict]:
+        """The examples of a task.json in BIG-bench's schema; one line for a file that cannot be read or is
+        not one (also what mai.cli checks of a --data-files task file before anything loads)."""
+        try:
+            items = json.loads(Path(path).read_text())["examples"]
+        except OSError as err:
+            raise MaiEnvironmentError(f"cannot read {path} ({os.strerror(err.errno) if err.errno else err})") from None
+        except (ValueError, KeyError, TypeError):
+            items = None
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise MaiError(f"{path} is not a BIG-bench task file (JSON with examples)")
+        return items
+
     def load(self, limit, seed, data_files=None):
         if data_files is None:
             # imported here, not above: then `python -m mai.benchmarks._bigbench` is not imported twice
@@ -232,10 +246,5 @@ class BigBenchBenchmark(Benchmark):
             if len(files) != 1:
                 raise MaiError(f"{self.name} reads one BIG-bench task.json, got {len(files)} files")
             path, source = Path(files[0]), f"task file {files[0]} in the BIG-bench schema"
-        try:
-            items = json.loads(Path(path).read_text())["examples"]
-        except OSError as err:
-            raise MaiEnvironmentError(f"cannot read {path} ({os.strerror(err.errno) if err.errno else err})") from None
-        except (ValueError, KeyError, TypeError):
-            raise MaiError(f"{path} is not a BIG-bench task file (JSON with examples)") from None
+        items = self.read_items(path)
         return [self.example(items[k], k) for k in subsample_indices(len(items), limit, seed)], source

@@ -14,6 +14,12 @@ temporary name beside it and renamed into place, so a failed fetch leaves nothin
 
 ``python -m mai.benchmarks._bigbench`` (called by ``bash scripts/setup.sh --real``) fetches the task of
 every registered BIG-bench benchmark (``mai.benchmarks._bbh.BigBenchBenchmark`` reads them).
+
+Since 2026-12-05 the registry these machines reach answers ``bigbench==1.0.0`` with "No matching
+distribution" (its index lists 0.0.1 only) and the archive's file URL with 403, a refusal, not a time-out.
+So set-up passes ``--if-available``: a refused download is one warning line and the rest of the set-up goes
+on; the task files then come from a copy of the archive (``--sdist PATH``), or a run reads a task.json in
+BIG-bench's schema given as ``--data-files BENCHMARK=PATH``. A wrong checksum or a broken archive still fails.
 """
 from __future__ import annotations
 
@@ -71,6 +77,10 @@ def task_file(task: str) -> Path:
     return cache_dir() / task / "task.json"
 
 
+class ArchiveUnavailable(MaiEnvironmentError):
+    """pip could not download the archive (no network, or the registry refuses it)."""
+
+
 def _pip_download(directory: Path) -> Path:
     """bigbench 1.0.0's archive in ``directory``, by name through PyPI with pip 23.2.1 (PIP_FOR_SDIST) run from
     its own wheel; one line when pip cannot (no network, no such file)."""
@@ -78,7 +88,7 @@ def _pip_download(directory: Path) -> Path:
         done = subprocess.run([*args], capture_output=True, text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise MaiEnvironmentError(f"cannot download {SDIST} with pip ({last}); where PyPI is out of reach, "
+            raise ArchiveUnavailable(f"cannot download {SDIST} with pip ({last}); where PyPI is out of reach, "
                                       f"pass a copy of it: python -m mai.benchmarks._bigbench --sdist PATH")
 
     pip(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(directory), PIP_FOR_SDIST)
@@ -166,6 +176,9 @@ def main(argv: list[str] | None = None) -> None:
                                 description=f"Cache the BIG-bench task files MAI's benchmarks read (from {PIN}).")
     p.add_argument("--sdist", help=f"a local {SDIST} instead of downloading it from PyPI")
     p.add_argument("--force", action="store_true", help="fetch again even when cached")
+    p.add_argument("--if-available", action="store_true",
+                   help="a download that pip cannot make (no network, a registry that refuses it) is a warning, "
+                        "exit 0 (what set-up uses); a wrong checksum or a broken archive still fails")
     p.add_argument("tasks", nargs="*", help="task names (default: those the registered benchmarks read)")
     args = p.parse_args(argv)
 
@@ -180,6 +193,12 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         go()
+    except ArchiveUnavailable as err:
+        if not args.if_available:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(err.exit_status)
+        print(f"warning: no BIG-bench task files ({err}); runs of the BIG-bench benchmarks stop with one line "
+              f"until they are cached, or read a task.json given as --data-files BENCHMARK=PATH", file=sys.stderr)
     except MaiError as err:  # one line, as mai.cli.run prints it (mai.cli is a layer above the benchmarks)
         print(f"error: {err}", file=sys.stderr)
         sys.exit(err.exit_status)
