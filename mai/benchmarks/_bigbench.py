@@ -19,7 +19,8 @@ Since 2026-12-05 the registry these machines reach answers ``bigbench==1.0.0`` w
 distribution" (its index lists 0.0.1 only) and the archive's file URL with 403, a refusal, not a time-out.
 So set-up passes ``--if-available``: a refused download is one warning line and the rest of the set-up goes
 on; the task files then come from a copy of the archive (``--sdist PATH``), or a run reads a task.json in
-BIG-bench's schema given as ``--data-files BENCHMARK=PATH``. A wrong checksum or a broken archive still fails.
+BIG-bench's schema given as ``--data-files BENCHMARK=PATH`` (the repository ships three of object_counting's
+examples: mai/assets/bigbench/). A wrong checksum or a broken archive still fails.
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ SDIST_SHA256 = "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2
 SOURCE_FILE = cache.SOURCE_FILE
 # The last pip measured here to download bigbench 1.0.0 (pip 26.3 refuses it: module doc).
 PIP_FOR_SDIST = "pip==23.2.1"
-SETUP_HINT = "run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench)"
+SETUP_HINT = ("run bash scripts/setup.sh --real (or .venv/bin/python -m mai.benchmarks._bigbench [--sdist PATH]), "
+              "or give a task.json as --data-files BENCHMARK=PATH")
 
 
 def member_path(task: str) -> str:
