@@ -87,7 +87,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0, help="the server's port (default: a free one)")
     p.add_argument("--out", default="runs")
     p.add_argument("--run-name", help="default: the preset")
-    p.add_argument("--report-dir", default=".", help="where paper_tables/ and figures/ go")
+    p.add_argument("--report-dir", help="where paper_tables/ and figures/ go (default: report/ in the run directory; "
+                   "the repository's own: --report-dir .)")
+    p.add_argument("--data-files", help="read --benchmark's questions from this file instead (parquet in its hub "
+                   "schema, or a BIG-bench task.json)")
     p.add_argument("--wandb", default="auto", choices=["auto", "online", "offline", "disabled"])
     args = p.parse_args(argv)
     preset = PRESETS[args.preset]
@@ -129,7 +132,7 @@ def write_dataset(args, path: Path) -> list[str]:
     """The benchmark's first --num-prompts questions as vllm bench's custom JSONL ({"prompt": ...}), text only."""
     from mai.benchmarks import load_benchmark
 
-    examples = load_benchmark(args.benchmark, args.num_prompts, 0)
+    examples = load_benchmark(args.benchmark, args.num_prompts, 0, args.data_files)
     if len(examples) < args.num_prompts:
         raise MaiError(f"{args.benchmark} has {len(examples)} examples, fewer than --num-prompts {args.num_prompts}")
     questions = [ex.question for ex in examples]
@@ -439,7 +442,8 @@ def main(argv=None) -> None:
         if rates:
             tokenizer = tokenizer or tokenizer_dir(args.preset, store.dir)
             run_system(args, store, system, rates, dataset, tokenizer, questions)
-    outputs = tableb5.build(store.dir, args.report_dir)
+    # the run's own report/ unless --report-dir: never the committed tables behind the user's back
+    outputs = tableb5.build(store.dir, args.report_dir or str(store.dir / experiment.REPORT))
     tracker.log_charts(outputs["charts"])
     experiment.finish(store, tracker, outputs)
 

@@ -99,3 +99,22 @@ def test_table_speedup_is_large_R_over_the_system_at_the_same_rate():
     assert mai_inf.speedup_vs_large_R_mean == 4.0 and mai_inf.speedup_vs_large_R_p50 == 2.0
     assert mai_inf.routes_pct == "simple 50 / transfer 50"
     assert df[df.rate == "1"].speedup_vs_large_R_mean.isna().all()  # no large-R row at that rate
+
+
+def test_questions_come_from_a_given_task_file_and_tables_default_to_the_run(b5, tmp_path):
+    """--data-files (here the shipped BIG-bench examples) feeds the load generator's dataset; without
+    --report-dir the table goes to the run's report/, not the committed paper_tables/ (parse leaves it None)."""
+    import json
+    from argparse import Namespace
+    from pathlib import Path
+
+    task = Path(__file__).resolve().parent.parent / "mai" / "assets" / "bigbench" / "object_counting.json"
+    args = Namespace(benchmark="object_counting", num_prompts=2, data_files=str(task))
+    questions = b5.write_dataset(args, tmp_path / "questions.jsonl")
+    shipped = [e["input"] for e in json.loads(task.read_text())["examples"]]
+    assert len(questions) == 2 and set(questions) <= set(shipped)
+    assert [json.loads(line)["prompt"] for line in (tmp_path / "questions.jsonl").read_text().splitlines()] == questions
+    args.num_prompts = 4
+    with pytest.raises(MaiError, match="has 3 examples, fewer than --num-prompts 4"):
+        b5.write_dataset(args, tmp_path / "questions.jsonl")
+    assert b5.parse_args(["--vllm-python", sys.executable]).report_dir is None
