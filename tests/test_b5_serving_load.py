@@ -1,6 +1,7 @@
 """experiments/b5_serving_load.py's own pieces, without a server: the flags, the /metrics arithmetic, the /proc
 sampler on a real process tree, and analysis/tableb5's speedup (the served runs are in the README's commands)."""
 import math
+import os
 import subprocess
 import sys
 import time
@@ -59,6 +60,15 @@ def test_rates_and_bad_flags_are_one_line(b5, tmp_path):
         b5.parse_args(["--systems", "mai,large-X", "--vllm-python", sys.executable])
     with pytest.raises(MaiError, match="no vLLM Python"):
         b5.parse_args(["--vllm-python", str(tmp_path / "none")])
+
+
+def test_sampler_mean_load_never_exceeds_its_max(b5):
+    """CI once failed here: three loads of 0.72 averaged by sum()/n to 0.7200000000000001 > max."""
+    sampler = b5.Sampler(os.getpid())
+    for loads in ([0.72] * 3, [0.1] * 10, [3.33, 3.33, 3.33, 3.33, 3.33, 3.33, 3.33]):
+        sampler.loads = loads
+        s = sampler.summary()
+        assert min(loads) <= s["load_avg_mean"] <= s["load_avg_max"] == max(loads)
 
 
 def test_sampler_reads_the_whole_process_tree(b5):
