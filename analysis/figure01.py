@@ -64,7 +64,7 @@ def tokens_vs_accuracy(df, config: dict, described: dict, path: Path, note: str)
 
 def build(run_dir, report_dir) -> Path:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, rows)
     return tokens_vs_accuracy(report.summarize(rows), config, described,
                               report.figure_path(report_dir, NAME, config), note)
 

@@ -20,7 +20,7 @@ MODE_TAG = {"simple": "S", "think": "R"}
 
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, rows)
     df = report.summarize(rows, extracted=True)
     df.insert(1, "setting", [f"{m}-{MODE_TAG.get(mode, mode)}" for m, mode in zip(df.model, df["mode"])])
     df["paper_accuracy"] = [paper_numbers.TABLE7.get((b, m, mode))

@@ -14,7 +14,7 @@ ORDER = ("small-R", "mid-S", "large-S", "transfer")
 
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, rows)
     df = report.summarize(rows, by=("benchmark", "system", "kind"),
                           means=(("small_tokens", "small_output_tokens"), ("large_tokens", "large_output_tokens"),
                                  ("latency_s", "latency")),

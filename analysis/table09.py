@@ -26,7 +26,7 @@ NAME = "table9_layer_ablation"
 
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, rows)
     if not config.get("benchmarks"):  # text questions written into the script: the curve is all there is
         weights = gguf_weights(described)
         if weights:  # not a released checkpoint: a quantised copy, dequantised to fp32

@@ -70,7 +70,7 @@ def summarize(rows: list[dict]) -> pd.DataFrame:
 
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, rows)
     memory_path = Path(run_dir) / "memory.json"
     if memory_path.exists():
         mem = json.loads(memory_path.read_text())

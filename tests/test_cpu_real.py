@@ -242,6 +242,11 @@ def test_provenance_of_the_real_pair_reads_models_json_and_config_json():
             "4 examples per benchmark, on CPU (2 cores)") in note
     assert "not the paper's" not in note and "lmms-eval" not in note
     assert "Accuracy of strategyqa: " in note and "object_counting: " in note
+    rows = [dict(benchmark=b, example_id=i, system=s) for b, n in (("strategyqa", 4), ("object_counting", 3))
+            for i in range(n) for s in ("1.5B-S", "MAI")]
+    assert ("4 examples per benchmark (object_counting has only 3), on CPU" in
+            report.provenance_note(config, described, rows))
+    assert "4 examples per benchmark, on CPU" in report.provenance_note(config, described, rows[:8])
     described["1.5B"] = dict(spec="tiny-qwen2-large", random_weights=True)
     note = report.provenance_note(config, described)
     assert "RANDOM weights (1.5B)" in note and "These numbers check the machinery" in note
