@@ -122,6 +122,7 @@ class _Base(lmms):
     def generators(self) -> list:
         raise NotImplementedError
 
+
 class MAI(_Base):
     """The MAI cascade (mai.cascade) as an lmms-eval simple model; see the module doc."""
 
