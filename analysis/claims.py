@@ -203,7 +203,7 @@ def build(runs: Path, run_name: str, report_dir) -> dict:
     if loaded["12"] is not None:
         records.append(table12_claim(loaded["12"], benches))
     df = pd.DataFrame.from_records(records, columns=["claim", "paper", *benches, "here"]).fillna("-")
-    note = (report.provenance_note(config, described).split(" Accuracy is")[0]
+    note = (report.provenance_note(config, described, rows10).split(" Accuracy is")[0]
             + " Fractions with their 95% Wilson interval over the examples measured; a claim 'holds' on a benchmark"
               " when the point estimate meets the paper's bound (an interval across the bound cannot tell). The"
               " paper's numbers are Qwen3-VL 2B/8B on vision benchmarks (H100); ours are the runs named in"

@@ -95,21 +95,21 @@ def data_note(config: dict) -> tuple[str, bool]:
     return (f"{data} and SYNTHETIC data ({', '.join(synthetic)})", True) if synthetic else (data, False)
 
 
-def sample_note(limit: int | None, rows: list[dict] | None) -> str:
+def sample_note(limit: int | None, rows: list[dict]) -> str:
     """', N examples per benchmark' for a run with --limit N, naming each benchmark of the rows that held
     fewer (a three-example task file under a preset's limit of six answers three, not six)."""
     if not limit:
         return ""
     counts: dict[str, set] = {}
-    for r in rows or []:
+    for r in rows:
         if r.get("benchmark"):
             counts.setdefault(r["benchmark"], set()).add(r.get("example_id"))
     short = [f"{b} has only {len(ids)}" for b, ids in sorted(counts.items()) if len(ids) < limit]
     return f", {limit} examples per benchmark" + (f" ({', '.join(short)})" if short else "")
 
 
-def provenance_note(config: dict, described: dict, rows: list[dict] | None = None) -> str:
-    """One line saying what produced the numbers: weights, data (with the run's ``rows``, how many examples
+def provenance_note(config: dict, described: dict, rows: list[dict]) -> str:
+    """One line saying what produced the numbers: weights, data (from the run's ``rows``, how many examples
     each benchmark had where that is fewer than the limit), device."""
     weights, random = weights_note(described)
     data, synthetic = data_note(config)

@@ -83,7 +83,8 @@ def _draft_note(rows: list[dict]) -> str:
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
     _, excluded = same_examples(rows)
-    note = (report.provenance_note(config, described, rows) + _draft_note(rows) + " Every system over the same examples: "
+    note = (report.provenance_note(config, described, rows) + _draft_note(rows)
+            + " Every system over the same examples: "
             + ", ".join(f"{b} {n} excluded" for b, n in sorted(excluded.items())) + ".")
     df = summarize(rows)
     table = df.drop(columns=["kind"])

@@ -335,7 +335,7 @@ class Sampler:
         gib = 1 << 20  # KiB per GiB
         return dict(tree_rss_peak_gib=self.rss_peak / gib, tree_pss_peak_gib=self.pss_peak / gib,
                     sum_vmhwm_gib=sum(self.hwm.values()) / gib, processes=self.processes,
-                    # statistics.mean is exact (fractions), so a mean of equal loads never exceeds their max as sum()/n can.
+                    # statistics.mean is exact (fractions): a mean never exceeds the max, as sum()/n can.
                     load_avg_mean=statistics.mean(self.loads), load_avg_max=max(self.loads))
 
 

