@@ -335,7 +335,8 @@ class Sampler:
         gib = 1 << 20  # KiB per GiB
         return dict(tree_rss_peak_gib=self.rss_peak / gib, tree_pss_peak_gib=self.pss_peak / gib,
                     sum_vmhwm_gib=sum(self.hwm.values()) / gib, processes=self.processes,
-                    # statistics.mean is exact (fractions): a mean never exceeds the max, as sum()/n can.
+                    # statistics.mean (CPython 3.11) sums exact Fractions and rounds once: never above max(),
+                    # as sum()/n can be.
                     load_avg_mean=statistics.mean(self.loads), load_avg_max=max(self.loads))
 
 
