@@ -50,10 +50,13 @@ fi
 if [ "$lmms" = 1 ]; then
     if [ "$gpu" = 1 ]; then bash "$0" --gpu; else bash "$0"; fi
     lmms_eval=lmms-eval==0.7.3  # the release whose task files tests/test_lmms_eval_*.py run
+    # lm-evaluation-harness's own filters and exact_match for tests/test_vendored_lm_eval.py (BBH, GSM8K), and
+    # word2number, which its number filter imports; only those modules are used, hence --no-deps.
+    lm_eval=(lm-eval==0.4.13 word2number==1.1)
     stamp=.venv/.installed-lmms
-    want=$( (cat requirements-lmms.txt pyproject.toml; echo "$lmms_eval") | sha256sum | cut -d' ' -f1)
+    want=$( (cat requirements-lmms.txt pyproject.toml; echo "$lmms_eval ${lm_eval[*]}") | sha256sum | cut -d' ' -f1)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-        .venv/bin/python -m pip install -q --no-deps "$lmms_eval"
+        .venv/bin/python -m pip install -q --no-deps "$lmms_eval" "${lm_eval[@]}"
         .venv/bin/python -m pip install -q -r requirements-lmms.txt
         .venv/bin/python -m pip install -q --no-deps -e .
         echo "$want" > "$stamp"

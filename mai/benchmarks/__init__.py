@@ -52,10 +52,16 @@ def get_benchmark(name: str) -> Benchmark:
 
 
 def load_benchmark(name: str, limit: int | None = None, seed: int = 0,
-                   data_files: str | list[str] | None = None) -> list[Example]:
+                   data_files: str | list[str] | None = None, split: str | None = None) -> list[Example]:
     """Load ``limit`` examples (all when None) of benchmark ``name``: from the hub, or from local parquet
-    files in the hub schema when ``data_files`` is given; a synthetic one is drawn from ``seed``."""
-    examples, source = get_benchmark(name).load(limit, seed, data_files)
+    files in the hub schema when ``data_files`` is given; a synthetic one is drawn from ``seed``. ``split``
+    (dev or test) applies to the benchmarks that ship with a held-out split (mai.benchmarks._vendored)."""
+    bench = get_benchmark(name)
+    if split is not None and not hasattr(bench, "items"):
+        if split != "test":
+            raise MaiError(f"{name} has no {split} split (only bbh_* and gsm8k ship with dev and test)")
+        split = None
+    examples, source = bench.load(limit, seed, data_files, split) if split else bench.load(limit, seed, data_files)
     _SOURCES[name] = source
     return examples
 

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from mai import MaiEnvironmentError, MaiError
+from mai.benchmarks._vendored import VendoredBenchmark, read_checked, split_indices
 from mai.data import Benchmark, Example, as_list, subsample_indices
 from mai.metrics import lmms_eval_response, mean
 
@@ -60,22 +61,23 @@ def exact_match(prediction: str, reference: str) -> bool:
     return prediction.lower() == reference.lower()
 
 
-def _first(pattern, text: str, convert: dict | None = None) -> str:
-    """``find_match``: the first of findall's matches (the first non-empty group of a tuple), stripped,
-    mapped through ``convert`` when it is a key; "" when none."""
+def _first(pattern, text: str, convert: dict | None = None, select: int = 0) -> str:
+    """``find_match``: findall's match number ``select`` (the filter's group_select: 0 the first, as the
+    zero-shot tasks take it, -1 the last, as the chain-of-thought ones do; the first non-empty group of a
+    tuple), stripped, mapped through ``convert`` when it is a key; "" when none."""
     found = pattern.findall(text)
     if not found:
         return ""
-    match = found[0]
+    match = found[select]
     if isinstance(match, tuple):
         match = [m for m in match if m][0]
     match = match.strip()
     return (convert or {}).get(match, match) if match else match
 
 
-def regex_filter(pattern: str, response: str) -> str:
-    """lm-eval's ``RegexFilter`` (group_select 0) on one response."""
-    return _first(re.compile(pattern), response) or FALLBACK
+def regex_filter(pattern: str, response: str, select: int = 0) -> str:
+    """lm-eval's ``RegexFilter`` (group_select ``select``) on one response."""
+    return _first(re.compile(pattern), response, select=select) or FALLBACK
 
 
 def yes_no(response: str) -> str:
@@ -134,14 +136,14 @@ def word_to_num(phrase: str) -> int:
     return total
 
 
-def number(response: str) -> str:
-    """``NumberParseRegexFilter``: the first run of digits and minus signs, else the first English number
-    phrase of the lowercased response as digits, else "[invalid]"."""
+def number(response: str, select: int = 0) -> str:
+    """``NumberParseRegexFilter``: the first (``select`` -1: the last) run of digits and minus signs, else
+    that English number phrase of the lowercased response as digits, else "[invalid]"."""
     import regex  # a transformers dependency; the reference's pattern needs its branch-reset groups
 
-    match = _first(re.compile(NUMBER_PATTERN), response)
+    match = _first(re.compile(NUMBER_PATTERN), response, select=select)
     if not match:
-        phrase = _first(regex.compile(ENGLISH_NUMBER_PATTERN), response.lower())
+        phrase = _first(regex.compile(ENGLISH_NUMBER_PATTERN), response.lower(), select=select)
         if phrase:
             try:
                 match = str(word_to_num(phrase))
@@ -162,22 +164,48 @@ def choices(question: str) -> list[str]:
     return [m.strip() for m in _CHOICES_IN_INPUT.findall(question)]
 
 
-def multiple_choice(response: str, question: str) -> str:
-    """``MultiChoiceRegexFilter``: the first "(X)" in the response; else the option whose text (lowercased,
-    punctuation removed) occurs first in the response treated so, as its "(X)"; else a letter after a
-    colon (":  B"); else "[invalid]". The options are read off the question (the BBH input)."""
-    match = _first(re.compile(CHOICE_PATTERN), response)
+def multiple_choice(response: str, question: str, select: int = 0) -> str:
+    """``MultiChoiceRegexFilter``: the first (``select`` -1: the last) "(X)" in the response; else the option
+    whose text (lowercased, punctuation removed) occurs so in the response treated so, as its "(X)"; else
+    a letter after a colon (":  B"); else "[invalid]". The options are read off the question (the BBH input)."""
+    match = _first(re.compile(CHOICE_PATTERN), response, select=select)
     if match:
         return match
     texts = [_ignore_punctuation(t) for t in choices(question)]
     letters = [chr(ord("A") + k) for k in range(len(texts))]
     to_letter = {t: f"({x})" for t, x in zip(texts, letters)}
-    match = _first(re.compile("|".join(re.escape(t) for t in texts)), _ignore_punctuation(response), to_letter)
+    match = _first(re.compile("|".join(re.escape(t) for t in texts)), _ignore_punctuation(response), to_letter,
+                   select)
     if match:
         return match
     if letters:
-        match = _first(re.compile(rf":[\s]*({'|'.join(letters)})"), response, {x: f"({x})" for x in letters})
+        match = _first(re.compile(rf":[\s]*({'|'.join(letters)})"), response, {x: f"({x})" for x in letters},
+                       select)
     return match or FALLBACK
+
+
+def map_regex(response: str, pattern_to_value: dict[str, str], select: int = 0) -> str:
+    """``MapRegexFilter`` with ignore_case (bbh zeroshot/cot_zeroshot utils.py): on the lowercased response,
+    match number ``select`` of all the patterns joined by "|", then the value of the first pattern that
+    matches that match; "[invalid]" when none."""
+    lowered = response.lower()
+    whole = _first(re.compile("|".join(pattern_to_value)), lowered, select=select)
+    if whole:
+        for pattern, value in pattern_to_value.items():
+            if _first(re.compile(pattern), whole.lower(), select=select):
+                return value
+    return FALLBACK
+
+
+# The strict-match of every bbh/cot_zeroshot task (its yaml's filter_list, verbatim): what follows "The
+# answer is" (and its variants) up to the line's last character, the first such match.
+COT_STRICT_PATTERN = (r"((?<=The answer is )(.*)(?=.)|(?<=the answer is )(.*)(?=.)|(?<=The answer: )(.*)(?=.)"
+                      r"|(?<=The final answer: )(.*)(?=.))")
+
+
+def cot_strict(response: str) -> str:
+    """bbh/cot_zeroshot's strict-match filter: the answer after "The answer is", or "[invalid]"."""
+    return regex_filter(COT_STRICT_PATTERN, response)
 
 
 class BBHScoring:
@@ -248,3 +276,51 @@ class BigBenchBenchmark(Benchmark):
             path, source = Path(files[0]), f"task file {files[0]} in the BIG-bench schema"
         items = self.read_items(path)
         return [self.example(items[k], k) for k in subsample_indices(len(items), limit, seed)], source
+
+
+class BBHCotScoring(BBHScoring):
+    """A BBH task whose outputs may be reasoning: scored as lm-eval's bbh/cot_zeroshot task scores it
+    (the flexible-extract of the zero-shot task, but taking the LAST match, group_select -1, so that a
+    reasoning is read at its conclusion, not at its first number), then exact match ignoring case. On a
+    bare answer ("3", "(B)", "yes") both readings are the same. ``aggregate`` also reports the zero-shot
+    task's two filters and cot_zeroshot's strict-match ("The answer is X.") beside it. A subclass gives
+    ``read(response, question, select)``: its flexible-extract filter with that group_select."""
+
+    headline = "cot_flexible_extract"
+
+    def read(self, response: str, question: str | None, select: int) -> str:
+        raise NotImplementedError
+
+    def reference_extract(self, response: str, question: str | None, meta: dict | None) -> str:
+        return self.read(response, question, -1)
+
+    def aggregate(self, rows, extracted_answers: bool = False) -> dict:
+        rows = list(rows)
+        text = self.extract if extracted_answers else (lambda t: t)
+
+        def share(reading) -> float:
+            return mean(1.0 if any(exact_match(reading(lmms_eval_response(text(r["prediction"])), r.get("question")),
+                                               ref) for ref in as_list(r["references"])) else 0.0 for r in rows)
+
+        return {self.headline: mean(self.row_scores(rows, extracted_answers)),
+                "cot_strict_match": share(lambda resp, q: cot_strict(resp)),
+                "zeroshot_flexible_extract": share(lambda resp, q: self.read(resp, q, 0)),
+                "zeroshot_strict_match": share(lambda resp, q: resp)}
+
+
+class VendoredBBH(VendoredBenchmark):
+    """A BIG-Bench Hard task shipped in mai/assets/bbh (``task``: its file name), 50 dev and 200 test."""
+
+    asset_folder = "bbh"
+    task = ""
+
+    @property
+    def cot_file(self) -> str:
+        return f"cot-prompts/{self.task}.txt"
+
+    def items(self, split):
+        examples = json.loads(read_checked(self.asset_folder, f"{self.task}.json"))["examples"]
+        return [(k, examples[k]) for k in split_indices(len(examples), split)]
+
+    def example(self, item, idx, split):
+        return self.text_example(idx, split, item["input"].strip(), [item["target"].strip()], {"task": self.task})
