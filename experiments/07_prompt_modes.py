@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table07  # noqa: E402
 from mai import cli, experiment, model_specs, models  # noqa: E402
-from mai.evaluate import evaluate_model  # noqa: E402
+from mai.batch import model_batch_system, run_systems_stage_major  # noqa: E402
+from mai.evaluate import evaluate_model, prompt_system  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
 
@@ -39,6 +40,11 @@ def main(argv=None, doc=__doc__):
     p.add_argument("--modes", type=cli.csv_list, default=["simple", "think"], help="prompt modes (simple,think)")
     p.add_argument("--think-tokens", type=int, help="max new tokens with the Think prompt (paper: 1024)")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    p.add_argument("--order", choices=cli.ORDERS, default="example",
+                   help="example: one question at a time, batch size 1 (latency, the paper's setting; default); "
+                        "stage: each (model, mode) over the questions in batches of --batch-size (throughput: "
+                        "latencies are batch shares)")
+    p.add_argument("--batch-size", type=int, default=16, help="--order stage: questions per batch (default 16)")
     args = cli.parse(p, PRESETS, argv)
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = experiment.open_run(EXPERIMENT, args)
@@ -47,8 +53,16 @@ def main(argv=None, doc=__doc__):
         if not store.pending(row_key(ex.id, model_specs.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it
         model = experiment.load(spec, args, store)
-        evaluate_model(store, HFGenerator(model, args.seed).generate, model.label, examples, args.modes,
-                       args.think_tokens, args.simple_tokens)
+        generator = HFGenerator(model, args.seed)
+        if args.order == "stage":
+            systems = [({"model": model.label, "mode": mode},
+                        prompt_system(generator.generate, mode, args.think_tokens, args.simple_tokens),
+                        model_batch_system(generator, None, mode, args.think_tokens, args.simple_tokens))
+                       for mode in args.modes]
+            run_systems_stage_major(store, systems, examples, args.batch_size, desc=model.label)
+        else:
+            evaluate_model(store, generator.generate, model.label, examples, args.modes, args.think_tokens,
+                           args.simple_tokens)
         models.free(model)
     outputs = table07.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables

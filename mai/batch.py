@@ -65,6 +65,7 @@ class Query:
     agreement: type[Matcher]  # the benchmark's (Benchmark.agreement)
     post_prompt: str
     simple_tokens: int
+    think_prompt: str | None = None  # the Think call's user text when the run chose a style
 
 
 def generate_batch(generator, requests: list[Request]) -> list[Result]:
@@ -83,7 +84,7 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
 
     def ask(i: int) -> dict:
         q = queries[i]
-        return dict(question=q.question, images=q.images, post_prompt=q.post_prompt)
+        return dict(question=q.question, images=q.images, post_prompt=q.post_prompt, think_prompt=q.think_prompt)
 
     def stage(role: str, indices: list[int], requests: list[Request], mode: str | None = None,
               reasoning: bool = False) -> dict:
@@ -154,12 +155,13 @@ def _simple_tokens(bench: Benchmark, simple_tokens: int | None) -> int:
     return min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
 
 
-def model_batch_system(generator, role: str, mode: str, think_tokens: int,
+def model_batch_system(generator, role: str | None, mode: str, think_tokens: int,
                        simple_tokens: int | None = None) -> BatchSystem:
-    """mai.evaluate.model_system over a batch: one model, one prompt mode, one generate_batch."""
+    """mai.evaluate.model_system over a batch: one model, one prompt mode, one generate_batch (role None:
+    mai.evaluate.prompt_system's rows, without per-role token counts: Table 7's)."""
     def run(items: list[Item]) -> list[dict]:
         requests = [request_for(ex, bench, images, mode, think_tokens, simple_tokens) for ex, bench, images in items]
-        return [with_roles(r.summary(), role) for r in generate_batch(generator, requests)]
+        return [with_roles(r.summary(), role) if role else r.summary() for r in generate_batch(generator, requests)]
     return run
 
 
@@ -178,8 +180,8 @@ def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | 
 def cascade_batch_system(cascade: Cascade, simple_tokens: int | None = None) -> BatchSystem:
     """mai.evaluate.cascade_system over a batch: run_cascade_stage_major."""
     def run(items: list[Item]) -> list[dict]:
-        queries = [Query(ex.question, images, bench.agreement, bench.post_prompt, _simple_tokens(bench, simple_tokens))
-                   for ex, bench, images in items]
+        queries = [Query(ex.question, images, bench.agreement, bench.post_prompt, _simple_tokens(bench, simple_tokens),
+                         ex.think_prompt) for ex, bench, images in items]
         return [trace_output(t) for t in run_cascade_stage_major(cascade, queries)]
     return run
 

@@ -52,7 +52,7 @@ def real_defaults() -> dict:
 
 
 # Defaults a preset may override (its extra): parser defaults are None so that parse can tell.
-LATE_DEFAULTS = dict(dtype="auto", transfer="full")
+LATE_DEFAULTS = dict(dtype="auto", transfer="full", think_prompt="instruction")
 
 
 def csv_list(text: str) -> list[str]:
@@ -117,6 +117,14 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                    f"{architecture_names()}; two name the small and the large model of a pair")
     p.add_argument("--benchmarks", type=csv_list, help=f"comma-separated: {', '.join(benchmark_names())}")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
+    p.add_argument("--split", choices=["dev", "test"],
+                   help="the questions that ship with the repository (bbh_*, gsm8k): dev, where settings are "
+                        "chosen, or test, what tables report (default: test; other benchmarks have one split)")
+    p.add_argument("--think-prompt", choices=["instruction", "zeroshot-cot", "fewshot-cot"],
+                   help="the Think prompt: instruction (the question, then 'Think step by step ... The answer is'), "
+                        "zeroshot-cot ('Q: ... A: Let's think step by step.'), fewshot-cot (the benchmark's "
+                        "three chain-of-thought exemplars first; bbh_*, gsm8k) (default: the preset's, else "
+                        "instruction)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
                    help="read a benchmark from local parquet files in the hub schema instead of the hub (a "
                         "BIG-bench benchmark: one task.json in BIG-bench's schema instead of the cached one)")
@@ -194,6 +202,7 @@ def check_args(args: argparse.Namespace) -> None:
     """Every flag this script has, in order: names, numbers, layers' form, shard, files, directories, and
     last the layers against the small model's config (which may need the hub)."""
     check_names(args)
+    check_split_and_think_prompt(args)
     check_counts(args)
     check_layer_flags(args)
     if getattr(args, "shard", None) is not None:
@@ -203,6 +212,19 @@ def check_args(args: argparse.Namespace) -> None:
         if getattr(args, name, None) is not None:
             check_writable(getattr(args, name), _flag(name))
     check_layers_exist(args)
+
+
+def check_split_and_think_prompt(args: argparse.Namespace) -> None:
+    """--split dev and --think-prompt fewshot-cot need benchmarks that ship a dev split and exemplars."""
+    from mai.benchmarks import get_benchmark
+
+    needs = {"split": ("dev", "items", "a dev split"), "think_prompt": ("fewshot-cot", "exemplars", "few-shot exemplars")}
+    for flag, (value, attribute, what) in needs.items():
+        if getattr(args, flag, None) != value:
+            continue
+        lacking = [b for b in getattr(args, "benchmarks", None) or [] if not hasattr(get_benchmark(b), attribute)]
+        if lacking:
+            raise MaiError(f"{_flag(flag)} {value}: {', '.join(lacking)} ship(s) no {what} (bbh_* and gsm8k do)")
 
 
 def check_names(args: argparse.Namespace) -> None:

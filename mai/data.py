@@ -57,6 +57,9 @@ class Example:
     # A text-only benchmark's example (BIG-bench's) has no image by design; any other example without
     # one lost it, and that stays an error.
     text_only: bool = False
+    # The user text of the Think prompt when the run chose a style other than the default instruction
+    # (--think-prompt: mai.prompts.think_text, e.g. the benchmark's few-shot chain-of-thought exemplars).
+    think_prompt: str | None = None
 
     def load_images(self) -> list[Image.Image]:
         """Decode every image to RGB ([] for a text-only example); ``ValueError("unreadable image in

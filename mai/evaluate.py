@@ -63,7 +63,7 @@ def request_for(example: Example, bench: Benchmark, images: list, mode: str, thi
     max_new = (min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens) if mode == "simple"
                else think_tokens)
     return Request(question=example.question, images=images, mode=mode, post_prompt=bench.post_prompt,
-                   max_new_tokens=max_new, **kw)
+                   max_new_tokens=max_new, think_prompt=example.think_prompt, **kw)
 
 
 def prompt_system(generate: Callable[[Request], Result], mode: str, think_tokens: int,
@@ -168,7 +168,8 @@ def cascade_system(cascade, simple_tokens: int | None = None) -> System:
     """MAI: the cascade's answer, route, per-role totals and full trace."""
     def run(example, bench, images):
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
-        return trace_output(cascade.answer(example.question, images, bench.agreement, bench.post_prompt, max_simple))
+        return trace_output(cascade.answer(example.question, images, bench.agreement, bench.post_prompt, max_simple,
+                                           think_prompt=example.think_prompt))
     return run
 
 

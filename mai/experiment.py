@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from mai import prompts
 from mai.cli import cascade_config, check_sparse_layer, parse_shard, text_layers
 
 # Where a run's tables and figures go unless --report-dir says otherwise: <out>/<experiment>/<run-name>/report/.
@@ -17,10 +18,18 @@ REPORT = "report"
 def load_examples(args: argparse.Namespace, store=None) -> list:
     """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
     records where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*, a parquet file, synthetic)."""
-    from mai.benchmarks import dataset_sources, load_benchmark
+    from mai.benchmarks import dataset_sources, get_benchmark, load_benchmark
 
     examples = [ex for name in args.benchmarks
-                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name))]
+                for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name),
+                                         getattr(args, "split", None))]
+    style = getattr(args, "think_prompt", None) or "instruction"
+    if style != "instruction":  # the default Think prompt needs nothing per example
+        for ex in examples:
+            bench = get_benchmark(ex.benchmark)
+            exemplars = bench.exemplars() if style == "fewshot-cot" and hasattr(bench, "exemplars") else None
+            ex.think_prompt = prompts.think_text(ex.question, style, exemplars)
+            ex.meta["think_prompt"] = style  # rows carry the setting that produced them
     if store is not None:
         sources = dataset_sources()
         store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})

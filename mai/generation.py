@@ -104,7 +104,7 @@ class HFGenerator:
         """A first-stage request's rendered prompt and its user text."""
         lm = self.loaded
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
-                                 lm.thinking)
+                                 lm.thinking, request.think_prompt)
         return prompts.render(lm.processor, len(request.images), text,
                               thinking=lm.thinking and request.mode == "think", family=lm.family), text
 

@@ -24,6 +24,14 @@ MODES = ("simple", "think", "answer")
 SYSTEM_PROMPT = FAMILY_SYSTEM_PROMPT  # what lmms-eval's Qwen3-VL wrapper sends
 THINK_INSTRUCTION = ("\nThink step by step before answering, then finish with "
                      "\"The answer is\" followed by your final answer.")
+# The Think prompt's styles (--think-prompt; chosen on a dev split, never on reported questions):
+# - instruction: the question, then THINK_INSTRUCTION (the default; what the paper presets send);
+# - zeroshot-cot: "Q: {question}\nA: Let's think step by step.", the doc_to_text of lm-evaluation-harness's
+#   bbh/cot_zeroshot and gsm8k-cot-zeroshot tasks (Kojima et al. 2022's cue);
+# - fewshot-cot: the benchmark's chain-of-thought exemplars (BBH's three, Suzgun et al. 2022), then the
+#   question in the same "Q: ... A: Let's think step by step." form, as lm-eval's bbh/cot_fewshot builds it.
+THINK_STYLES = ("instruction", "zeroshot-cot", "fewshot-cot")
+COT_CUE = "Let's think step by step."
 ANSWER_INSTRUCTION = "Based on your reasoning above, give your final answer to the question."
 TRANSFER_TEMPLATE = "Reasoning from another model:\n{context}\n\n{question}"
 
@@ -31,14 +39,30 @@ TRANSFER_TEMPLATE = "Reasoning from another model:\n{context}\n\n{question}"
 _SENTINEL = "\u2063MAI_STAGE1\u2063"
 
 
+def think_text(question: str, style: str, exemplars: str | None = None) -> str:
+    """The Think prompt's user text in one of THINK_STYLES; fewshot-cot needs the benchmark's exemplars."""
+    if style == "instruction":
+        return question + THINK_INSTRUCTION
+    if style == "zeroshot-cot":
+        return f"Q: {question}\nA: {COT_CUE}"
+    if style == "fewshot-cot":
+        if not exemplars:
+            raise ValueError("the fewshot-cot Think prompt needs the benchmark's chain-of-thought exemplars")
+        return f"{exemplars.strip()}\n\nQ: {question}\nA: {COT_CUE}"
+    raise ValueError(f"unknown Think prompt style '{style}'; choose from: {', '.join(THINK_STYLES)}")
+
+
 def user_text(question: str, mode: str, post_prompt: str = "", context: str | None = None,
-              thinking_checkpoint: bool = False) -> str:
+              thinking_checkpoint: bool = False, think_prompt: str | None = None) -> str:
     """The text of the user turn for one prompt mode (images are separate content parts). The Think
-    prompt leaves out `post_prompt` (see the module doc); the second stage asks for it instead."""
+    prompt leaves out `post_prompt` (see the module doc); the second stage asks for it instead.
+    `think_prompt` (a style's text, think_text) replaces the question and instruction of a Think prompt."""
     if mode not in ("simple", "think"):
         raise ValueError(f"unknown prompt mode '{mode}'; choose from: simple, think")
     text = question + post_prompt if mode == "simple" else question
-    if mode == "think" and not thinking_checkpoint:
+    if mode == "think" and think_prompt:
+        text = think_prompt
+    elif mode == "think" and not thinking_checkpoint:
         text += THINK_INSTRUCTION
     if context:
         text = TRANSFER_TEMPLATE.format(context=context.strip(), question=text)

@@ -24,6 +24,7 @@ class Request:
     max_new_tokens: int = 16
     min_new_tokens: int = 0  # profiling forces output lengths with it
     context: str | None = None  # reasoning transfer: another model's reasoning, prepended
+    think_prompt: str | None = None  # mode "think": this user text instead of question + the instruction
     reuse: "Result | None" = None  # the first stage whose KV cache the second stage continues
     keep_cache: bool = False  # return the KV cache (a first stage that a second stage will reuse)
     # Decoder layers whose last-row attention the PREFILL records into Result.attention (sparse transfer

@@ -112,7 +112,8 @@ def build_prompt(processor, request: Request, thinking: bool = False,
             processor, len(state.images), state.first_text, request.post_prompt, thinking, family)
         images = state.images
     else:
-        text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking)
+        text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking,
+                                 request.think_prompt)
         prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think",
                                 family=family)
         ids = tokenizer(prompt, add_special_tokens=False).input_ids
