@@ -355,6 +355,7 @@ def table12_claims(loaded, benches: list[str], run: str) -> list[Claim]:
     rows, _ = same_examples(rows)
     cascade = config.get("cascade") or {}
     verify = cascade.get("verify") or "answer"
+    verify = "+".join(verify) if isinstance(verify, list) else verify  # a run of both variants lists them
     targets = {r["system"] for r in rows if r.get("kind") == "target"}
     target = ", ".join(sorted(targets)) or "-"
     run_dir = f"runs/{RUNS['12']}/{run}"
