@@ -29,7 +29,9 @@ it. The "here" column counts the tasks of each verdict. The intervals:
 - a latency ratio (speedup, speculative decoding's slowdown): the ratio of means and the ratio of medians,
   each with a paired percentile bootstrap over queries (Efron & Tibshirani 1993, ch. 13; seed SEED, DRAWS
   draws). The verdict reads the ratio of means' interval, the paper's statistic; the medians show how far one
-  slow query moves it (runs/10_mai/cpu-real, date_understanding: 3.68x by means, 15.8x by medians);
+  slow query moves it (runs/10_mai/cpu-real, date_understanding: 3.68x by means, 15.8x by medians). At n=3
+  (runs/12_speculative_decoding/cpu-real) a percentile bootstrap has 10 distinct resamples and is narrower
+  than a 95% interval should be: a verdict there says what those three queries show;
 - App. B.7's attention share: Student's t interval over the questions, each question's share averaged over
   the run's layers (a question is the independent unit; layers of one question are not).
 
