@@ -34,6 +34,8 @@ STAGE_COLORS = dict(zip(("preprocess", "vision", "prefill", "decode"), sns.color
 ROUTE_COLORS = dict(zip(("simple", "reasoning", "transfer"), sns.color_palette("flare", 3).as_hex()))
 ROUTE_NAMES = {"simple": "agree on Simple answers", "reasoning": "agree after small reasoning",
                "transfer": "reasoning transfer"}
+# The claims figure's verdicts (analysis/claims.py): a colour and a marker each, so they read in grey too.
+VERDICT_COLORS = {"holds": _CB[2], "does not hold": _CB[3], "cannot tell": "0.55"}
 FOOTER_RECT = (0, 0.05, 1, 0.95)  # constrained layout leaves the bottom 5% to the footer line
 THEME = dict(style="whitegrid", context="paper", font_scale=1.0)
 

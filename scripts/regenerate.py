@@ -1,4 +1,4 @@
-"""Regenerate every table and figure of one preset, timing each script, then the claims table.
+"""Regenerate every table and figure of one preset, timing each script, then the claims table and figure.
 
     .venv/bin/python scripts/regenerate.py --preset cpu-real     # the real pair on BIG-bench (bash scripts/setup.sh --real)
     .venv/bin/python scripts/regenerate.py --preset cpu          # random weights, synthetic data (the machinery)

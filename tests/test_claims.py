@@ -1,82 +1,202 @@
-"""analysis.claims: each claim's number and verdict from run rows whose routes, scores and latencies are known."""
+"""analysis.claims: each claim's interval, n and verdict from run rows whose routes, scores and latencies are
+known; verdicts from intervals (holds / does not hold / cannot tell), and the figure with a panel per claim."""
 import json
 
 import pytest
 
-from analysis import claims
+from analysis import claims, style
 
 
-def _write_run(path, rows, **config):
+def _write_run(path, rows, benchmarks=("synth-pope",), **config):
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps(dict(preset="cpu-real", benchmarks=["synth-pope"], limit=10,
+    (path / "config.json").write_text(json.dumps(dict(preset="cpu-real", benchmarks=list(benchmarks), limit=10,
                                                       provenance=dict(cpu_count=2, git_commit="abc"), **config)))
     (path / "models.json").write_text(json.dumps({"0.5B": {"random_weights": False},
                                                   "1.5B": {"random_weights": False}}))
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _row(i, system, kind, right, latency, **extra):
+def _row(i, system, kind, right, latency, bench="synth-pope", **extra):
     ref = "yes" if i % 2 else "no"
     wrong = "no" if ref == "yes" else "yes"
-    return dict(key=f"synth-pope-{i}|{system}|{kind}|{extra.get('verify')}", example_id=f"synth-pope-{i}",
-                benchmark="synth-pope", system=system, kind=kind, references=[ref],
+    return dict(key=f"{bench}-{i}|{system}|{kind}|{extra.get('verify')}", example_id=f"{bench}-{i}",
+                benchmark=bench, system=system, kind=kind, references=[ref],
                 prediction=ref if right else wrong, latency=latency, error=None, **extra)
 
 
-def _table10_rows():
-    routes = ["simple"] * 6 + ["reasoning"] + ["transfer"] * 3  # 60% / 10% / 30%
+def _table10_rows(n=10, simple=6, reasoning=1, bench="synth-pope", mai_right=None, slow=None):
+    """MAI's routes: `simple` of n agree on Simple answers, `reasoning` after the small model's reasoning,
+    the rest transfer. MAI right on the first mai_right questions (6 of 10 by default); large-S right on the
+    first half, Full RT on 70%; large-R takes 10 s and MAI 2 s (`slow`: MAI's latency on question 0)."""
+    routes = ["simple"] * simple + ["reasoning"] * reasoning + ["transfer"] * (n - simple - reasoning)
+    mai_right = round(0.6 * n) if mai_right is None else mai_right
     rows = []
-    for i in range(10):
-        rows.append(_row(i, "1.5B-S", "large-S", i < 5, 1.0))
-        rows.append(_row(i, "1.5B-R", "large-R", i < 8, 10.0))
-        rows.append(_row(i, "0.5B-R", "small-R", i < 3, 4.0))
-        rows.append(_row(i, "Full RT", "Full RT", i < 7, 5.0))
-        rows.append(_row(i, "MAI", "MAI", i < 6, 2.0, verify="answer", route=routes[i]))
+    for i in range(n):
+        rows.append(_row(i, "1.5B-S", "large-S", i < n // 2, 1.0, bench))
+        rows.append(_row(i, "1.5B-R", "large-R", i < 0.8 * n, 10.0, bench))
+        rows.append(_row(i, "0.5B-R", "small-R", i < 0.3 * n, 4.0, bench))
+        rows.append(_row(i, "Full RT", "Full RT", i < 0.7 * n, 5.0, bench))
+        rows.append(_row(i, "MAI", "MAI", i < mai_right, slow if (slow and i == 0) else 2.0, bench,
+                         verify="answer", route=routes[i]))
     return rows
 
 
-def test_route_accuracy_and_speedup_claims(tmp_path):
-    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", _table10_rows())
+def _claim(frame, start):
+    rows = frame[frame.claim.str.startswith(start)]
+    assert len(rows) == 1, (start, list(frame.claim))
+    return rows.iloc[0]
+
+
+def test_verdicts_come_from_the_interval_not_the_point(tmp_path):
+    """Three tasks where the transfer fraction's Wilson interval lies wholly under / across / wholly over 30%."""
+    rows = (_table10_rows(n=40, simple=40, reasoning=0, bench="strategyqa")  # 0/40 transfer: [0-9%]
+            + _table10_rows(n=6, simple=4, reasoning=0, bench="object_counting")  # 2/6: [10-70%], across
+            + _table10_rows(n=40, simple=0, reasoning=0, bench="date_understanding"))  # 40/40: [91-100%]
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", rows,
+               benchmarks=("strategyqa", "object_counting", "date_understanding"), transfer="sparse",
+               cascade=dict(transfer="sparse", sparse=dict(layer=10, delta=0.8), verify=["answer"]))
     out = claims.build(tmp_path / "runs", "cpu-real", tmp_path)
-    df = out["frame"].set_index("claim")
-    by_start = {c.split(" ")[0] + c.split(" ")[1]: r for c, r in df.iterrows()}
-    simple = by_start["atleast"]
-    assert simple["synth-pope"].startswith("60% [31-83], n=10")  # Wilson interval of 6/10
-    assert simple["here"] == "holds (1/1 benchmarks)"
-    assert by_start["upto"]["here"] == "holds (1/1 benchmarks)"  # 10% <= 15%
-    assert by_start["under30%"]["here"] == "does not hold (0/1 benchmarks)"  # 30% is not under 30%
-    mai = df.loc[[c for c in df.index if c.startswith("MAI at least")][0]]
-    assert mai["synth-pope"] == "MAI 60 / 1.5B-S 50 / Full RT 70"
-    assert mai["here"] == "does not hold (0/1 benchmarks)"  # 10 points from Full RT is not comparable
-    speed = df.loc[[c for c in df.index if c.startswith("MAI faster")][0]]
-    assert speed["synth-pope"] == "5.00x" and speed["here"].startswith("holds")
-    text = (tmp_path / "paper_tables" / "claims.cpu-real.md").read_text()
-    assert "REAL weights (0.5B; 1.5B)" in text and "Wilson" in text
+    transfer = _claim(out["frame"], "under 30% of queries reach reasoning transfer")
+    assert transfer["strategyqa"] == "0% [0-9], n=40: holds"
+    assert transfer["object_counting"] == "33% [10-70], n=6: cannot tell"  # 33% alone would read 'does not hold'
+    assert transfer["date_understanding"] == "100% [91-100], n=40: does not hold"
+    assert transfer["here"] == "holds on 1, does not hold on 1, cannot tell on 1 of 3 tasks"
+    simple = _claim(out["frame"], "at least 55% of queries agree")
+    assert simple["strategyqa"] == "100% [91-100], n=40: holds"
+    assert simple["object_counting"] == "67% [30-90], n=6: cannot tell"  # the issue's example: above 55% alone
+    assert transfer["read"] == "runs/10_mai/cpu-real: MAI verify=answer, sparse transfer (layer 10, delta 0.8)"
+    # The benchmarks are the rows' own, in the paper's (registry's) order, not the order written.
+    assert list(out["frame"].columns) == ["claim", "paper", "read", "strategyqa", "object_counting",
+                                          "date_understanding", "here"]
 
 
-def test_transfer_mass_and_speculative_claims(tmp_path):
+@pytest.mark.parametrize("bound, interval, verdict", [
+    (claims.Bound("at least 55%", lo=0.55), (0.56, 0.9), "holds"),
+    (claims.Bound("at least 55%", lo=0.55), (0.55, 0.9), "holds"),
+    (claims.Bound("at least 55%", lo=0.55), (0.1, 0.54), "does not hold"),
+    (claims.Bound("at least 55%", lo=0.55), (0.5, 0.6), "cannot tell"),
+    (claims.Bound("under 30%", hi=0.3, strict=True), (0.0, 0.3), "cannot tell"),  # 30% is not under 30%
+    (claims.Bound("under 30%", hi=0.3, strict=True), (0.3, 0.5), "does not hold"),
+    (claims.Bound("15-25%", lo=0.15, hi=0.25), (0.16, 0.24), "holds"),
+    (claims.Bound("15-25%", lo=0.15, hi=0.25), (0.10, 0.24), "cannot tell"),
+    (claims.Bound("15-25%", lo=0.15, hi=0.25), (0.26, 0.6), "does not hold"),
+    (claims.Bound("15-25%", lo=0.15, hi=0.25), (0.01, 0.1), "does not hold"),
+    (claims.Bound("15-25%", lo=0.15, hi=0.25), (0.1, 0.3), "cannot tell"),  # wider than the band
+    (claims.Bound("> 1x", lo=1.0, strict=True), (1.0, 3.0), "cannot tell"),
+    (claims.Bound("> 1x", lo=1.0, strict=True), (float("nan"), float("nan")), "cannot tell"),
+])
+def test_bound_verdicts(bound, interval, verdict):
+    assert bound.verdict(*interval) == verdict
+
+
+def test_accuracy_differences_use_the_paired_interval(tmp_path):
+    # MAI right on 6 of 10, the large model's Simple answer on 5 (the same questions plus one): +10 points.
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", _table10_rows())
+    df = claims.build(tmp_path / "runs", "cpu-real", tmp_path)["frame"]
+    lo, hi = claims.newcombe_paired([1] * 6 + [0] * 4, [1] * 5 + [0] * 5)
+    mai = _claim(df, "MAI at least as accurate")
+    assert mai["synth-pope"] == (f"+10 [{100 * lo:+.0f}, {100 * hi:+.0f}] points (MAI 60, 1.5B-S 50), n=10: "
+                                 "cannot tell")
+    assert mai["here"] == "holds on 0, does not hold on 0, cannot tell on 1 of 1 tasks"
+    # Pairing narrows the interval: one discordant question of ten is not two independent 6/10 and 5/10.
+    unpaired = claims.wilson(6, 10)[0] - 0.5 - ((0.5 - claims.wilson(5, 10)[0]) ** 2) ** 0.5
+    assert lo > unpaired
+    full_rt = _claim(df, "MAI comparable to Full RT")
+    assert full_rt["synth-pope"].startswith("-10 [") and full_rt["synth-pope"].endswith("n=10: cannot tell")
+
+
+def test_newcombe_method_10_matches_the_published_example():
+    # Fagerland, Lydersen & Laake (2017), ch. 8, Cavo et al. (2012): n = [[59, 6], [16, 80]] gives -0.0621
+    # (95% CI -0.1186 to -0.0046) (contingencytables, tests/testthat/test-ch8.R).
+    a, b, c, d = 59, 6, 16, 80
+    x = [1] * (a + b) + [0] * (c + d)
+    y = [1] * a + [0] * b + [1] * c + [0] * d
+    lo, hi = claims.newcombe_paired(x, y)
+    assert (lo, hi) == (pytest.approx(-0.1186, abs=1e-4), pytest.approx(-0.0046, abs=1e-4))
+    # Two systems that answer alike still get an interval, not a point (what a bootstrap would give at n=6).
+    lo, hi = claims.newcombe_paired([1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0])
+    assert lo < -0.2 and hi > 0.2
+
+
+def test_speedup_rows_name_their_table_and_give_means_and_medians(tmp_path):
+    runs = tmp_path / "runs"
+    # One slow MAI query (38 s against 2 s) drags the mean: 10 / 5.6 = 1.79x by means, 5x by medians.
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(slow=38.0), transfer="sparse")
+    t12 = []
+    for i in range(4):
+        t12.append(_row(i, "1.5B-R", "target", True, 10.0))
+        t12.append(_row(i, "1.5B-R + 0.5B draft", "speculative", True, 12.0, draft_proposed=10, draft_accepted=7,
+                        verify_steps=3, same_as_target=True))
+        t12.append(_row(i, "MAI", "MAI", True, 2.5, route="simple"))
+    _write_run(runs / "12_speculative_decoding" / "cpu-real", t12, cascade=dict(transfer="full", verify="answer"))
+    df = claims.build(runs, "cpu-real", tmp_path)["frame"]
+    t10 = _claim(df, "MAI faster than the large model reasoning (Table 10")
+    assert t10["synth-pope"].startswith("means 1.79x [") and ", medians 5.00x [" in t10["synth-pope"]
+    # Resamples that draw the slow query two or three times fall under 1x: the mean's interval cannot tell.
+    assert t10["synth-pope"].endswith(", medians 5.00x [5.00, 5.00], n=10: cannot tell")
+    assert float(t10["synth-pope"].split("[")[1].split(",")[0]) < 1
+    assert "sparse transfer" in t10["read"] and t10["read"].startswith("runs/10_mai/cpu-real")
+    t12_row = _claim(df, "MAI faster than the large model reasoning (Table 12")
+    assert t12_row["synth-pope"] == "means 4.00x [4.00, 4.00], medians 4.00x [4.00, 4.00], n=4: holds"
+    assert t12_row["read"] == "runs/12_speculative_decoding/cpu-real: target 1.5B-R; MAI verify=answer, full transfer"
+    assert t12_row["paper"] == "2.40x (vLLM, H100)"
+    spec = _claim(df, "token-level speculative decoding")
+    assert spec["synth-pope"] == ("means 1.20x [1.20, 1.20], medians 1.20x [1.20, 1.20]; rejection 30% of draft "
+                                  "tokens, n=4: holds")
+
+
+def test_table12_without_a_reasoning_target_gives_no_speedup_row(tmp_path):
+    # A target with the Simple prompt is not "the large model reasoning": Table 12 cannot answer that claim.
+    runs = tmp_path / "runs"
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows())
+    t12 = [_row(i, "1.5B-S", kind, True, 1.0) for i in range(3) for kind in ("target", "MAI")]
+    _write_run(runs / "12_speculative_decoding" / "cpu-real", t12)
+    df = claims.build(runs, "cpu-real", tmp_path)["frame"]
+    assert not df.claim.str.contains(r"reasoning \(Table 12", regex=True).any()
+
+
+def test_every_cell_shows_n_including_table8_and_b7(tmp_path):
     runs = tmp_path / "runs"
     _write_run(runs / "10_mai" / "cpu-real", _table10_rows())
     t8 = [_row(i, "1.5B-S", "large-S", i < 4, 1.0) for i in range(10)]
     t8 += [_row(i, "1.5B-S + 0.5B reasoning", "transfer", i < 2, 1.0) for i in range(10)]
     _write_run(runs / "08_reasoning_transfer" / "cpu-real", t8)
     mass = [dict(key=f"m{i}", example_id=f"synth-pope-{i}", benchmark="synth-pope", error=None,
-                 fractions={"3": 0.2, "7": 0.3}) for i in range(4)]
+                 fractions={"3": 0.2 + 0.01 * i, "7": 0.2 - 0.01 * i}) for i in range(4)]
     _write_run(runs / "09_layer_ablation" / "cpu-real", mass, delta=0.8)
-    t12 = []
-    for i in range(4):
-        t12.append(_row(i, "1.5B", "target", True, 10.0))
-        t12.append(_row(i, "1.5B + 0.5B draft", "speculative", True, 12.0, draft_proposed=10, draft_accepted=7,
-                        verify_steps=3, same_as_target=True))
-    _write_run(runs / "12_speculative_decoding" / "cpu-real", t12)
-    df = claims.build(runs, "cpu-real", tmp_path)["frame"]
-    transfer = df[df.claim.str.startswith("the small model's reasoning")].iloc[0]
-    assert transfer["synth-pope"] == "-20 points (40 -> 20)"
-    assert transfer["here"] == "does not hold (better on 0/1 benchmarks, worst -20 points)"
-    mass_row = df[df.claim.str.startswith("about 20%")].iloc[0]
-    assert mass_row["synth-pope"] == "25% (layers 20-30%), n=4" and mass_row["here"].startswith("holds")
-    spec = df[df.claim.str.startswith("token-level")].iloc[0]
-    assert spec["synth-pope"] == "1.20x the target's latency, rejection 30%" and spec["here"].startswith("holds")
+    out = claims.build(runs, "cpu-real", tmp_path)
+    df = out["frame"]
+    assert all(", n=" in cell for cell in df["synth-pope"])
+    beats = _claim(df, "the small model's reasoning prepended")
+    lo, hi = claims.newcombe_paired([1] * 2 + [0] * 8, [1] * 4 + [0] * 6)
+    assert beats["synth-pope"] == (f"-20 [{100 * lo:+.0f}, {100 * hi:+.0f}] points (transfer 20, 1.5B-S 40), "
+                                   "n=10: cannot tell")
+    assert beats["read"].startswith("runs/08_reasoning_transfer/cpu-real: full transfer")
+    # Every question's share averages 20% over its layers: an interval of zero width inside 15-25%.
+    b7 = _claim(df, "about 20%")
+    assert b7["synth-pope"] == "20% [20-20], n=4: holds"
+    text = (tmp_path / "paper_tables" / "claims.cpu-real.md").read_text()
+    assert "REAL weights (0.5B; 1.5B)" in text and "Newcombe" in text and "Wilson" in text
+
+
+def test_the_figure_has_one_panel_per_claim(tmp_path, monkeypatch):
+    checked = {}
+    monkeypatch.setattr(style, "ON_SAVE", [lambda fig, path: checked.update(
+        panels=len([ax for ax in fig.axes if ax.get_visible()]), problems=style.layout_problems(fig))])
+    benches = ("chartqa", "pope", "infovqa", "realworldqa", "mmbench")  # the paper's five: the longest x axis
+    rows = [r for b in benches for r in _table10_rows(bench=b)]
+    for r in rows:  # infovqa and mmbench score by their own rules; 'yes'/'no' answers score there too
+        r["meta"] = {"index": int(r["example_id"].rsplit("-", 1)[1]), "choices": {"A": "yes", "B": "no"}}
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", rows, benchmarks=benches)
+    out = claims.build(tmp_path / "runs", "cpu-real", tmp_path)
+    png = out["figures"][0]
+    assert png == tmp_path / "figures" / "claims.cpu-real.png" and png.with_suffix(".pdf").exists()
+    assert checked["panels"] == len(out["claims"]) == len(out["frame"])
+    assert checked["problems"] == []
+    sidecar = json.loads(png.with_suffix(".json").read_text())
+    assert [c["claim"] for c in sidecar["data"]["claims"]] == list(out["frame"].claim)
+    first = sidecar["data"]["claims"][0]["tasks"]["chartqa"]
+    assert first["n"] == 10 and first["verdict"] == "cannot tell" and first["lo"] < first["estimate"] < first["hi"]
 
 
 def test_wilson_interval():
