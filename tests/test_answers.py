@@ -96,3 +96,13 @@ def test_the_stated_default_for_a_task_without_a_rule():
     assert (exact.summary, by_anls.summary) == ("normalised exact match", "ANLS >= 0.5 between the two answers")
     with pytest.raises(ValueError, match="unknown agreement 'fuzzy'; known: exact, anls"):
         default_agreement("acc", override="fuzzy")
+
+
+def test_a_boxed_answer_after_the_last_cue_is_the_answer():
+    from mai.answers import extract_answer
+
+    assert extract_answer(r"Therefore Tony can add \(\boxed{12}\) more pairs.", reasoning=True) == "12"
+    assert extract_answer(r"\boxed{\frac{3}{4}}", reasoning=True) == r"\frac{3}{4}"
+    assert extract_answer(r"First \boxed{4}. So the answer is 5.", reasoning=True) == "5"  # the cue comes later
+    assert extract_answer(r"The answer is 5. Correcting: \boxed{6}", reasoning=True) == "6"
+    assert extract_answer("a reasoning that names no answer", reasoning=True) == ""
