@@ -99,6 +99,10 @@ def build(run_dir, report_dir) -> dict:
         rows, text = prediction
         note += " " + text
     df = summarize(rows)
+    sample = latency_sample(Path(run_dir))
+    if sample is not None:
+        df, text = sample_latency(df, *sample)
+        note += " " + text
     if "chartqa" in set(df.benchmark):
         note += " paper_accuracy: the paper reports one MAI accuracy on ChartQA; it is printed beside both MAI rows."
         df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get("MAI" if k == "MAI" else s) if b == "chartqa"
@@ -185,6 +189,53 @@ def predict(config: dict, rows: list[dict]) -> tuple[list[dict], str] | None:
         for verify in verifies:
             text += _forced_note(costs, labels, q, forced, verify, config, ok, large_r)
     return rows, text
+
+
+LATENCY_SUFFIX = "-latency"  # the batch-1 latency sample of a stage-major run: runs/10_mai/<run>-latency
+
+
+def latency_sample(run_dir: Path) -> tuple[list[dict], dict] | None:
+    """The rows and config of the run's batch-1 latency sample (a sibling run named <run>-latency, run with
+    --order example on the first --limit questions of the same ones), when it exists."""
+    sibling = run_dir.parent / (run_dir.name + LATENCY_SUFFIX)
+    if not (sibling / "results.jsonl").exists():
+        return None
+    config, rows, _ = report.load_run(sibling)
+    if config.get("order", "example") != "example":
+        raise MaiError(f"{sibling}: a latency sample must run one query at a time (--order example)")
+    config["run_dir"] = f"{run_dir.parent.name}/{sibling.name}"
+    return rows, config
+
+
+def sample_latency(df: pd.DataFrame, rows: list[dict], config: dict) -> tuple[pd.DataFrame, str]:
+    """Table 10's latency columns from the batch-1 sample instead of the stage-major batch shares: mean,
+    median and 90th percentile per (benchmark, system), and the speedup over the large model reasoning by
+    means and by medians (one slow query moves a mean, not a median)."""
+    rows, _ = same_examples(rows)
+    ok = pd.DataFrame([r for r in rows if not r.get("error")])
+    df = df.copy()
+    for column in ("latency_n", "latency_s", "latency_median_s", "latency_p90_s", "speedup_vs_R",
+                   "speedup_vs_R_median"):
+        df[column] = None
+    if ok.empty:
+        return df, "Latency: the batch-1 sample has no rows yet."
+    stats = ok.groupby(["benchmark", "system"]).latency.agg(["count", "mean", "median", lambda s: s.quantile(0.9)])
+    stats.columns = ["n", "mean", "median", "p90"]
+    for i, r in df.iterrows():
+        if (r.benchmark, r.system) in stats.index:
+            s = stats.loc[(r.benchmark, r.system)]
+            df.loc[i, ["latency_n", "latency_s", "latency_median_s", "latency_p90_s"]] = [
+                int(s.n), s["mean"], s["median"], s.p90]
+    for _, part in df.groupby("benchmark"):
+        ref = part[part.kind == "large-R"]
+        if len(ref) and ref.latency_s.iloc[0]:
+            df.loc[part.index, "speedup_vs_R"] = ref.latency_s.iloc[0] / part.latency_s
+            df.loc[part.index, "speedup_vs_R_median"] = ref.latency_median_s.iloc[0] / part.latency_median_s
+    text = (f"Latency (latency_s the mean, with median and p90) and speedups from the batch-1 sample "
+            f"runs/{config['run_dir']} ({config.get('limit')} questions a task, one query at a "
+            f"time, the paper's setting; latency_n its rows), not from this run's batch shares; speedup_vs_R by "
+            f"means, speedup_vs_R_median by medians.")
+    return df, text
 
 
 def scale_note(config: dict) -> str:

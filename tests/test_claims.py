@@ -220,3 +220,30 @@ def test_readme_copy_is_replaced_between_its_marks(tmp_path):
     readme.write_text("no marks\n")
     with pytest.raises(SystemExit, match="lacks the marks"):
         claims.update_readme(readme, "# c\n\nx\n")
+
+
+def test_a_stage_major_run_reads_its_speedup_from_the_batch_1_sample(tmp_path):
+    """Batch shares are not latencies: the speedup claim of a stage-major Table 10 run comes from its sibling
+    <run>-latency run (one query at a time), or is not measured; Table 10 shows that sample's mean, median and
+    p90 and the speedup by both."""
+    from analysis import table10
+
+    runs = tmp_path / "runs"
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(), order="stage")
+    no_sample = claims.build(runs, "cpu-real", tmp_path)["frame"]
+    assert _claim(no_sample, "MAI faster than the large model reasoning (Table 10")["synth-pope"] == "-"
+    sample = _table10_rows(slow=30.0)  # one slow MAI query: the mean moves, the median does not
+    _write_run(runs / "10_mai" / "cpu-real-latency", sample, order="example")
+    frame = claims.build(runs, "cpu-real", tmp_path)["frame"]
+    speedup = _claim(frame, "MAI faster than the large model reasoning (Table 10")
+    assert speedup["read"] == "runs/10_mai/cpu-real-latency (batch 1)"
+    assert "means 2.08x" in speedup["synth-pope"] and "medians 5.00x" in speedup["synth-pope"]
+    out = table10.build(runs / "10_mai" / "cpu-real", tmp_path)
+    text = out["markdown"]
+    assert "from the batch-1 sample runs/10_mai/cpu-real-latency" in text
+    assert "latency_median_s" in text and "speedup_vs_R_median" in text
+    df = table10.summarize(_table10_rows())
+    merged, _ = table10.sample_latency(df, *table10.latency_sample(runs / "10_mai" / "cpu-real"))
+    mai = merged[merged.kind == "MAI"].iloc[0]
+    assert mai.latency_n == 10 and mai.latency_median_s == 2.0 and abs(mai.latency_s - 4.8) < 1e-9
+    assert abs(mai.speedup_vs_R - 10 / 4.8) < 1e-9 and mai.speedup_vs_R_median == 5.0
