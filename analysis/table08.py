@@ -9,7 +9,7 @@ import seaborn as sns
 from analysis import report, style
 
 NAME = "table8_reasoning_transfer"
-ORDER = ("small-R", "mid-S", "large-S", "transfer")
+ORDER = ("small-R", "mid-S", "large-S", "transfer", "sparse transfer")
 
 
 def build(run_dir, report_dir) -> dict:

@@ -39,6 +39,8 @@ from mai.evaluate import (
     label_of,
     request_for,
     scored_row,
+    sparse_context,
+    sparse_output,
     trace_output,
     transfer_output,
     with_roles,
@@ -174,6 +176,20 @@ def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | 
                                                     context=t.text)
                                         for (ex, bench, images), t in zip(items, thoughts)])
         return [transfer_output(t, f, label_of(small), label_of(large)) for t, f in zip(thoughts, finals)]
+    return run
+
+
+def sparse_transfer_batch_system(cascade: Cascade, think_tokens: int, simple_tokens: int | None = None) -> BatchSystem:
+    """mai.evaluate.sparse_transfer_system over a batch: all reasoning in one batch (each keeping its cache for
+    the attention capture), the captures one at a time, all answers in another batch."""
+    def run(items: list[Item]) -> list[dict]:
+        thoughts = generate_batch(cascade.small, [request_for(ex, bench, images, "think", think_tokens, keep_cache=True)
+                                                  for ex, bench, images in items])
+        kept = [sparse_context(cascade, t, bench.post_prompt) for (_, bench, _), t in zip(items, thoughts)]
+        finals = generate_batch(cascade.large, [request_for(ex, bench, images, "simple", think_tokens, simple_tokens,
+                                                            context=k[0])
+                                                for (ex, bench, images), k in zip(items, kept)])
+        return [sparse_output(cascade, t, f, k) for t, f, k in zip(thoughts, finals, kept)]
     return run
 
 

@@ -147,6 +147,42 @@ def transfer_system(small, large, think_tokens: int, simple_tokens: int | None =
     return run
 
 
+def sparse_transfer_system(cascade, think_tokens: int, simple_tokens: int | None = None) -> System:
+    """Sparse reasoning transfer without verification (Table 8's sparse row): the small model reasons, the
+    reasoning tokens holding the cascade's delta of its attention at its sparse layer are kept (mai.transfer,
+    as MAI's transfer stage keeps them), and the large model answers the Simple prompt with them prepended."""
+    small, large = cascade.small, cascade.large
+
+    def run(example, bench, images):
+        thought = small.generate(request_for(example, bench, images, "think", think_tokens, keep_cache=True))
+        kept = sparse_context(cascade, thought, bench.post_prompt)
+        final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
+                                           context=kept[0]))
+        return sparse_output(cascade, thought, final, kept)
+    return run
+
+
+def sparse_context(cascade, thought: Result, post_prompt: str) -> tuple:
+    """(context, kept tokens, reasoning tokens, the capture's call or None): MAI's sparse selection of a
+    reasoning (Cascade.reasoning_context, read from a kept KV cache), which frees that cache."""
+    out = cascade.reasoning_context(thought, None, post_prompt)
+    thought.cache = None  # the KV cache is not needed any more
+    return out
+
+
+def sparse_output(cascade, thought: Result, final: Result, kept: tuple) -> dict:
+    """transfer_output of a sparse transfer: the kept reasoning is what the large model read; the capture's
+    own forward, when it ran one, is a call of the trace and counts in the times."""
+    context, n_kept, n_reasoning, capture = kept
+    out = transfer_output(thought, final, label_of(cascade.small), label_of(cascade.large))
+    if capture is not None:
+        out["calls"].insert(1, dict(role="small", model=capture.model, mode="attention", result=capture.result,
+                                    answer=None))
+        out["times"] = {k: v + capture.result["times"][k] for k, v in out["times"].items()}
+        out["latency"] += capture.result["latency"]
+    return {**out, "kept_tokens": n_kept, "reasoning_tokens": n_reasoning, "transferred": context}
+
+
 def label_of(generator) -> str:
     """A generator's model label (transformers generators hold a LoadedModel, vLLM ones the label itself)."""
     return getattr(generator, "label", None) or generator.loaded.label

@@ -210,3 +210,25 @@ def test_batched_forced_length_keeps_every_token(tiny_small, chart_image):
         assert [r.output_tokens for r in gen.generate_batch(requests)] == [5, 5]
     finally:
         tiny_small.model.generation_config.eos_token_id = saved
+
+
+def test_sparse_transfer_in_a_batch_equals_one_at_a_time(tiny_small, tiny_large, chart_image):
+    """Table 8's sparse row: batched reasoning, captures from each kept cache, batched answers give the batch-1
+    row (the same kept reasoning and the same answer)."""
+    from mai.batch import sparse_transfer_batch_system
+    from mai.data import Example
+    from mai.evaluate import sparse_transfer_system
+
+    config = CascadeConfig(think_tokens=10, transfer="sparse", sparse=SparseOptions(layer=1, delta=0.8))
+    cascade = Cascade(HFGenerator(tiny_small), HFGenerator(tiny_large), config)
+    bench = get_benchmark("chartqa")
+    examples = [Example(f"e{k}", "chartqa", f"Which bar is tallest? ({k})", ["B"], [],
+                        think_prompt=f"Q: Which bar is tallest? ({k})\nA: Let's think step by step.") for k in range(3)]
+    items = [(ex, bench, [chart_image.resize((64 + 40 * k, 64))]) for k, ex in enumerate(examples)]
+    one = [sparse_transfer_system(cascade, 10, 4)(*item) for item in items]
+    many = sparse_transfer_batch_system(cascade, 10, 4)(items)
+    for a, b in zip(one, many):
+        assert (a["text"], a["transferred"], a["kept_tokens"], a["reasoning_tokens"]) == \
+            (b["text"], b["transferred"], b["kept_tokens"], b["reasoning_tokens"])
+        assert a["calls"][0]["result"]["text"] == b["calls"][0]["result"]["text"]
+        assert 0 < a["kept_tokens"] <= a["reasoning_tokens"]
