@@ -12,6 +12,7 @@ baseline's route is its system name.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -20,6 +21,7 @@ from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteria
 
 from mai.cascade import Call, Cascade, Trace
 from mai.generation import HFGenerator, Request
+from mai.serving.budget import check_prompt
 from mai.serving.query import current
 
 SYSTEMS = ("mai", "large-S", "large-R", "small-S", "small-R", "full-RT")
@@ -38,25 +40,53 @@ class _Cancelled(StoppingCriteria):
                           device=input_ids.device)
 
 
+def layers(model) -> list[torch.nn.Module]:
+    """Every repeated block of a transformers model: the language model's decoder layers and the vision
+    encoder's blocks (the entries of each ModuleList named layers or blocks)."""
+    return [module for name, parent in model.named_modules() if isinstance(parent, torch.nn.ModuleList)
+            and name.rsplit(".", 1)[-1] in ("layers", "blocks") for module in parent]
+
+
+@contextlib.contextmanager
+def stops_between_layers(model, query):
+    """While a generate runs: before each layer's forward, stop if the query was cancelled (Aborted). A long
+    prefill is one forward pass that no per-token check reaches; this cuts it at every layer, so a cancelled
+    query holds the worker for at most one layer's forward (a vision block's over the image's patches, a
+    decoder layer's over the prompt), whatever the prompt's length."""
+    def check(module, args):
+        query.check()
+
+    handles = [layer.register_forward_pre_hook(check) for layer in layers(model)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 class StoppableGenerator(HFGenerator):
-    """The transformers backend whose decode stops early when the running query is cancelled (its Result is
-    then thrown away: Checked raises Aborted right after). Outside a served query it is HFGenerator."""
+    """The transformers backend that stops when the running query is cancelled: between two layers of a
+    forward pass (the prefill's too) and, in decoding, at the next token (its Result is then thrown away:
+    Checked raises Aborted right after). Outside a served query it is HFGenerator."""
 
     def _decode(self, inputs: dict, kwargs: dict, config, clock):
         query = current()
         if query is None:
             return super()._decode(inputs, kwargs, config, clock)
-        return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
-                                          logits_processor=LogitsProcessorList([clock]),
-                                          stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
+        with stops_between_layers(self.loaded.model, query):
+            return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
+                                              logits_processor=LogitsProcessorList([clock]),
+                                              stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
 
 
 class Checked:
     """A generator whose every generate() first checks the running query (mai.serving.query), and checks
-    again after, so a stage cut short by cancellation never reaches the cascade's decisions."""
+    again after, so a stage cut short by cancellation never reaches the cascade's decisions. With its model's
+    context, a transfer prompt (one that carries another model's reasoning, known only now) is counted before
+    it runs and refused when it cannot fit (mai.serving.budget.ContextExceeded)."""
 
-    def __init__(self, generator):
-        self.generator = generator
+    def __init__(self, generator, role: str = "", model: str = "", context: int | None = None):
+        self.generator, self.role, self.model, self.context = generator, role, model, context
 
     def __getattr__(self, name):  # loaded, label, attention_over_reasoning...: the wrapped generator's
         return getattr(self.generator, name)
@@ -65,6 +95,8 @@ class Checked:
         query = current()
         if query is not None:
             query.check()
+        if request.context is not None and self.context is not None:
+            check_prompt(self.generator, request, f"{self.role} transfer", self.role, self.model, self.context)
         result = self.generator.generate(request)
         if query is not None:
             query.check()
