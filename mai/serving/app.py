@@ -93,6 +93,8 @@ def openapi(app: FastAPI) -> dict:
         schema = api.ChatCompletionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
         components = doc.setdefault("components", {}).setdefault("schemas", {})
         components.update(schema.pop("$defs", {}))
+        # The one model name served (else 404): a fuzzer made from the document then sends it.
+        schema["properties"]["model"] = {"anyOf": [{"enum": [app.state.settings.served]}, {"type": "null"}]}
         components["ChatCompletionRequest"] = schema
         doc["paths"]["/v1/chat/completions"]["post"]["requestBody"] = {"required": True, "content": {
             "application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}}}
@@ -146,9 +148,10 @@ async def models(request: Request):
                                         "root": served, "mai": {"system": system.name, **system.models()}}]}
 
 
-# A stream request's answer is server-sent events (api.stream_events), declared as text.
-CHAT_RESPONSES = {200: {"model": api.ChatCompletion,
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+# A stream request's answer is server-sent events (api.stream_events): each event's data is one
+# chat.completion.chunk as JSON, then "[DONE]".
+SSE_EVENT = {"type": "object", "properties": {"data": {"type": "string"}}, "required": ["data"]}
+CHAT_RESPONSES = {200: {"model": api.ChatCompletion, "content": {"text/event-stream": {"schema": SSE_EVENT}}},
                   **_errors(400, 401, 403, 404, 413, 429, 500, 503, 504)}
 
 
