@@ -289,6 +289,7 @@ def test_a_full_queue_answers_429_and_a_timeout_504(system):
     (["--max-images", "0"], "--max-images must be at least 1"),
     (["--max-body-bytes", "0"], "--max-body-bytes must be at least 1"),
     (["--max-model-len", "0"], "--max-model-len must be at least 1"),
+    (["--prefill-chunk", "-1"], "--prefill-chunk must be 0 (no chunks) or a number of tokens"),
     (["--port", "70000"], "--port must lie in 1..65535"),
     (["--request-timeout", "0"], "--request-timeout must be a positive number"),
     (["--kv-cache-gib", "1"], "--kv-cache-gib: wants SMALL,LARGE"),

@@ -62,7 +62,12 @@ def parser() -> argparse.ArgumentParser:
                    help="queries that may wait for a worker; past it 429 (default 64)")
     g.add_argument("--request-timeout", type=float, default=600.0,
                    help="seconds from arrival after which a query is cancelled and answered 504 (default 600); a "
-                        "running query stops within one layer's forward on transformers, one engine step on vllm")
+                        "running query stops within one layer's forward over one prefill chunk on transformers, "
+                        "one engine step on vllm")
+    g.add_argument("--prefill-chunk", type=int, default=2048,
+                   help="transformers: a text prompt longer than this is prefilled in chunks of this many tokens, "
+                        "so that a cancelled query stops within one layer's forward over one chunk (default 2048, "
+                        "vLLM's chunk; 0: one forward pass, stopped within one layer over the whole prompt)")
     g.add_argument("--max-body-bytes", type=int,
                    help="largest request body accepted, else 413 before it is parsed (default: --max-images "
                         "base64 images of --max-image-bytes, plus 1 MiB)")
@@ -128,6 +133,8 @@ def parse(argv=None) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise MaiError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.prefill_chunk < 0:
+        raise MaiError(f"--prefill-chunk must be 0 (no chunks) or a number of tokens, got {args.prefill_chunk}")
     if not args.request_timeout > 0:
         raise MaiError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
     if args.backend == "vllm":
@@ -180,7 +187,7 @@ def build(args: argparse.Namespace):
         small_model, large_model = experiment.load(args.small, args), experiment.load(args.large, args)
         cli.check_sparse_layer(config, small_model)
         contexts = [served_context(m, args.max_model_len) for m in (small_model, large_model)]
-        small, large = StoppableGenerator(small_model, args.seed), StoppableGenerator(large_model, args.seed)
+        small, large = (StoppableGenerator(m, args.seed, args.prefill_chunk) for m in (small_model, large_model))
         close = None
         sees = small_model.family.multimodal and large_model.family.multimodal
     else:

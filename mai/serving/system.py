@@ -17,7 +17,7 @@ import dataclasses
 import time
 
 import torch
-from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import DynamicCache, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from mai.cascade import Call, Cascade, Trace
 from mai.generation import HFGenerator, Request
@@ -64,19 +64,49 @@ def stops_between_layers(model, query):
             handle.remove()
 
 
+# Prompt tokens per prefill forward pass of a served query's long text prompt: vLLM 0.30.0's default
+# max_num_batched_tokens for its OpenAI server on hardware other than large GPUs (engine/arg_utils.py).
+PREFILL_CHUNK = 2048
+
+
 class StoppableGenerator(HFGenerator):
-    """The transformers backend that stops when the running query is cancelled: between two layers of a
-    forward pass (the prefill's too) and, in decoding, at the next token (its Result is then thrown away:
-    Checked raises Aborted right after). Outside a served query it is HFGenerator."""
+    """The transformers backend that stops when the running query is cancelled: between two layers of any
+    forward pass and, in decoding, at the next token (its Result is then thrown away: Checked raises Aborted
+    right after). A text prompt longer than `prefill_chunk` tokens (--prefill-chunk) is prefilled in chunks of
+    that many, so that one layer's forward costs one chunk's attention over the prompt so far, not the whole
+    prompt's (quadratic in its length); 0 prefills in one pass. Outside a served query it is HFGenerator,
+    unchunked."""
+
+    def __init__(self, loaded, seed: int = 0, prefill_chunk: int = PREFILL_CHUNK):
+        super().__init__(loaded, seed)
+        self.prefill_chunk = prefill_chunk
 
     def _decode(self, inputs: dict, kwargs: dict, config, clock):
         query = current()
         if query is None:
             return super()._decode(inputs, kwargs, config, clock)
         with stops_between_layers(self.loaded.model, query):
+            if not kwargs:  # a first stage (a second one continues its first stage's cache)
+                kwargs = self._prefill_in_chunks(inputs)
             return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
                                               logits_processor=LogitsProcessorList([clock]),
                                               stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
+
+    def _prefill_in_chunks(self, inputs: dict) -> dict:
+        """generate's keyword arguments after a chunked prefill of all but the prompt's last token ({} for a
+        prompt of one chunk, or with images: their positions are computed over the whole prompt at once).
+        generate then continues from the cache as a second stage does (mai.kv_reuse), positions counted from
+        the cache's length (as mai.transfer's capture forward)."""
+        lm, ids, chunk = self.loaded, inputs["input_ids"], self.prefill_chunk
+        n = ids.shape[1]
+        if not chunk or n <= chunk or any(key in inputs for key in lm.family.vision_inputs):
+            return {}
+        cache = DynamicCache(config=lm.model.config)
+        for start in range(0, n - 1, chunk):
+            end = min(start + chunk, n - 1)
+            per_token = {key: inputs[key][:, start:end] for key in lm.family.token_inputs if key in inputs}
+            lm.model(input_ids=ids[:, start:end], cache=cache, use_cache=True, logits_to_keep=1, **per_token)
+        return {"cache": cache}
 
 
 class Checked:
