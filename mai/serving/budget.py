@@ -95,7 +95,7 @@ class Prompting:
     def prompt_text(self, request: Request) -> tuple[str, str]:
         """(the rendered first-stage prompt, its user text), as HFGenerator._prompt and build_prompt render it."""
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
-                                 self.thinking)
+                                 self.thinking, request.think_prompt)
         return prompts.render(self.processor, len(request.images), text,
                               thinking=self.thinking and request.mode == "think", family=self.family), text
 
