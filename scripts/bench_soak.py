@@ -2,7 +2,8 @@
 
     python scripts/bench_soak.py --preset cpu                                   # transformers backend
     .venv-vllm/bin/python scripts/bench_soak.py --preset cpu --backend vllm     # vLLM's CPU engine
-    python scripts/bench_soak.py --preset cpu-real --valid 6 --bad-per-valid 2 --client-timeout 1800
+    python scripts/bench_soak.py --preset cpu --rounds 5                        # a longer soak
+    python scripts/bench_soak.py --preset cpu-real --valid 4 --client-timeout 1800 --server-arg=--request-timeout --server-arg=1800
 
 1. Starts the server (this script's Python; --max-body-bytes 4 MiB) and waits for GET /health; each valid
    question once, untimed, so that both phases find the same warm caches (vLLM's prefix cache).
@@ -102,6 +103,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--preset", default="cpu", help="the server's --preset (cpu, cpu-text, cpu-real)")
     p.add_argument("--backend", choices=("transformers", "vllm"), default="transformers")
     p.add_argument("--valid", type=int, default=8, help="valid questions per phase (default 8, at most 8)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="times each phase asks every valid question (default 1; more: a longer soak)")
     p.add_argument("--bad-per-valid", type=int, default=3,
                    help="bad requests per valid one in the mixed phase, at least (default 3; at least one of each kind)")
     p.add_argument("--bad-workers", type=int, default=2, help="threads sending bad traffic (default 2)")
@@ -111,6 +114,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not 1 <= args.valid <= len(QUESTIONS):
         p.error(f"--valid must lie in 1..{len(QUESTIONS)}")
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     return args
 
 
@@ -210,14 +215,15 @@ def main(argv=None) -> int:
             client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0, timeout=args.client_timeout)
             ask_valid(client, model, questions)  # one-time costs and first prefills out of both phases
             rss_start = tree_rss_mib(server.pid)
-            clean = ask_valid(client, model, questions)
+            asked = questions * args.rounds
+            clean = ask_valid(client, model, asked)
             kinds, sent, lock, done = bad_kinds(model), {}, threading.Lock(), threading.Event()
-            minimum, turns = max(args.bad_per_valid * len(questions), len(kinds)), itertools.cycle(sorted(kinds))
+            minimum, turns = max(args.bad_per_valid * len(asked), len(kinds)), itertools.cycle(sorted(kinds))
             with concurrent.futures.ThreadPoolExecutor(args.bad_workers) as pool:
                 bad = [pool.submit(send_bad, base, kinds, turns, done, minimum, sent, lock)
                        for _ in range(args.bad_workers)]
                 try:
-                    mixed = ask_valid(client, model, questions)
+                    mixed = ask_valid(client, model, asked)
                 finally:
                     done.set()
                 for future in bad:
@@ -236,16 +242,16 @@ def main(argv=None) -> int:
     counted = {int(name.split('"')[1]): int(value) for name, value in m.items()
                if name.startswith("mai_requests_total{") and value}
     # What the clients saw (a client that left counts 499): the server must have counted the same.
-    expected = {200: 3 * len(questions)}
+    expected = {200: len(questions) + 2 * len(asked)}
     for status in itertools.chain(*sent.values()):
         expected[status] = expected.get(status, 0) + 1
     clean_s, mixed_s = [s for _, s in clean], [s for _, s in mixed]
     summary = dict(
-        preset=args.preset, backend=args.backend, valid_per_phase=len(questions),
+        preset=args.preset, backend=args.backend, valid_per_phase=len(asked),
         bad_sent={kind: len(v) for kind, v in sorted(sent.items())},
         bad_statuses={kind: sorted(set(v)) for kind, v in sorted(sent.items())},
-        answers_equal_10_mai=dict(clean=sum(a == r for (a, _), r in zip(clean, ref)),
-                                  mixed=sum(a == r for (a, _), r in zip(mixed, ref)), of=len(questions)),
+        answers_equal_10_mai=dict(clean=sum(a == r for (a, _), r in zip(clean, ref * args.rounds)),
+                                  mixed=sum(a == r for (a, _), r in zip(mixed, ref * args.rounds)), of=len(asked)),
         latency_s=dict(clean_p50=round(percentile(clean_s, 0.5), 3), clean_p99=round(percentile(clean_s, 0.99), 3),
                        mixed_p50=round(percentile(mixed_s, 0.5), 3), mixed_p99=round(percentile(mixed_s, 0.99), 3)),
         rss_mib=dict(start=rss_start, end=rss_end),
@@ -255,7 +261,7 @@ def main(argv=None) -> int:
     summary["latency_ratio"] = dict(p50=round(lat["mixed_p50"] / lat["clean_p50"], 2),
                                     p99=round(lat["mixed_p99"] / lat["clean_p99"], 2))
     failures = []
-    if summary["answers_equal_10_mai"]["clean"] != len(questions) or summary["answers_equal_10_mai"]["mixed"] != len(questions):
+    if summary["answers_equal_10_mai"]["clean"] != len(asked) or summary["answers_equal_10_mai"]["mixed"] != len(asked):
         failures.append("a served answer differs from 10_mai's")
     wrong = {k: v for k, v in sent.items() if set(v) != {kinds[k][2]}}
     if wrong:
