@@ -8,7 +8,8 @@ sizing, then Family.encode, as mai.generation and mai.vllm_backend encode it). T
     small Simple, large Simple      the Simple prompt + the Simple cap (a request's max_tokens may lower it)
     small Think                     the Think prompt + the reasoning budget (--think-tokens)
     small answer                    (--verify answer) the Think prompt + its reasoning + the answer request's
-                                    turn + --answer-tokens
+                                    turn + --answer-tokens (with --verify reasoning and sparse transfer, the
+                                    same tokens once more for the attention that ranks the reasoning)
     large transfer                  the Simple prompt carrying the small model's reasoning (counted as
                                     --think-tokens tokens) + the Simple cap
 
@@ -156,6 +157,8 @@ class Budget:
                     ("small Think", "small", "think", think)]
             if cfg.verify == "answer":
                 plan.append(("small answer", "small", "answer", cfg.answer_tokens))
+            elif cfg.transfer == "sparse":  # one forward over the same tokens ranks the reasoning (mai.transfer)
+                plan.append(("small attention", "small", "answer", 0))
             return plan + [("large transfer", "large", "transfer", simple)]
         if s.name == "full-RT":
             return [("small Think", "small", "think", think), ("large transfer", "large", "transfer", simple)]
@@ -206,7 +209,6 @@ class Budget:
             if not stage.fits:
                 raise ContextExceeded(stage)
         return stages
-
 
 
 def check_prompt(generator, request: Request, name: str, role: str, model: str, context: int) -> None:
