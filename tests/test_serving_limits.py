@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 import time
 
 import httpx
@@ -180,3 +181,29 @@ def test_a_long_legal_prefill_past_the_timeout_frees_the_worker_within_a_chunk(s
         assert freed < 1.5, freed
         app.state.settings = dataclasses.replace(app.state.settings, request_timeout=60)
         assert post(http, VALID)[0].status_code == 200
+
+
+def test_cancelled_queries_hold_no_place_in_a_full_queue():
+    from mai.serving.worker import QueueFull, Worker
+
+    worker, release = Worker(1, max_queue=2), threading.Event()
+    worker.start()
+    try:
+        busy = worker.submit(Query("busy"), lambda: release.wait(30))
+        while not worker.busy():
+            time.sleep(0.01)
+        gone = [worker.submit(Query(f"gone{i}"), lambda: "never") for i in range(2)]
+        with pytest.raises(QueueFull):
+            worker.submit(Query("refused"), lambda: "no room")
+        for job in gone:  # their clients left
+            job.query.cancelled.set()
+        kept = worker.submit(Query("kept"), lambda: "answered")
+        assert worker.depth() == 1
+        for job in gone:
+            with pytest.raises(Aborted):
+                job.future.result(timeout=5)
+        release.set()
+        assert busy.future.result(timeout=30) is True and kept.future.result(timeout=30) == "answered"
+    finally:
+        release.set()
+        worker.stop()
