@@ -21,11 +21,17 @@ import json
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any, Literal
 
 from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
 
 # max_tokens / max_completion_tokens above this are a client's mistake, not a budget: no served call comes near.
 MAX_TOKENS_LIMIT = 1 << 20
+# Nesting of a request body's JSON: a chat request nests 6 levels (body, messages, message, content, part,
+# image_url); deeper is a client's mistake, refused before the parsed body is walked (Python's JSON decoder
+# itself stops near 1000 levels with RecursionError, which must not become a 500).
+MAX_JSON_DEPTH = 32
 
 
 class ApiError(Exception):
@@ -58,11 +64,51 @@ class Chat:
     include_usage: bool = False
 
 
-def parse_json(raw: bytes):
+def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH):
+    too_deep = False
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise ApiError(400, f"the request body is not valid JSON ({err})", "invalid_json") from None
+    except RecursionError:
+        too_deep = True  # nested past the decoder's own limit: deeper than ours
+    if too_deep or json_depth(body) > max_depth:
+        raise ApiError(400, f"the request body's JSON nests deeper than {max_depth} levels, the server's limit",
+                       "json_too_deep")
+    return body
+
+
+def json_depth(value) -> int:
+    """Nesting depth of parsed JSON (a scalar 0, [] or {} 1), walked without recursion."""
+    depth, stack = 0, [(value, 0)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, (dict, list)):
+            depth = max(depth, level + 1)
+            stack.extend((child, level + 1) for child in (value.values() if isinstance(value, dict) else value))
+    return depth
+
+
+async def read_body(chunks, declared: str | None, limit: int) -> bytes:
+    """The body from an async iterator of chunks (Starlette's request.stream()), or 413 once it passes
+    `limit` bytes: by its Content-Length before anything is read, else while it arrives. The rest of an
+    oversized body is read and dropped (never kept), so that the client, still sending, reads the 413."""
+    too_large = ApiError(413, f"the request body is larger than the server's limit of {limit} bytes "
+                         "(--max-body-bytes)", "body_too_large")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        async for _ in chunks:
+            pass
+        raise too_large
+    parts, size = [], 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            parts.clear()
+            continue
+        parts.append(chunk)
+    if size > limit:
+        raise too_large
+    return b"".join(parts)
 
 
 def parse_chat(body, served: str, limits: ImageLimits, sees_images: bool = True) -> Chat:
@@ -241,3 +287,121 @@ def stream_events(id: str, model: str, trace, finish_reason: str, system: str, i
     if include_usage:
         chunks.append(dict(base, choices=[], usage=usage(trace), mai=extension(trace, system)))
     return [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+
+
+# -- the declared schema (FastAPI's OpenAPI document, GET /openapi.json) ---------------------------------------
+# What a client may send and what it gets back, as pydantic models. The handler reads requests with
+# parse_chat (its one-line refusals name the first mistake); these models declare the same shapes for the
+# schema, which tests/test_serving_fuzz.py fuzzes the live server from and checks every response against.
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")  # OpenAI's other fields are accepted and ignored
+
+
+class ImageURL(_Open):
+    url: str = Field(description="data:image/<type>;base64,<data>, or file:// under --allow-image-dir")
+    detail: str | None = None
+
+
+class TextPart(_Open):
+    type: Literal["text"]
+    text: str
+
+
+class ImagePart(_Open):
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
+class UserMessage(_Open):
+    role: Literal["user"]
+    content: str | list[TextPart | ImagePart] = Field(description="the question: text, or text and image parts")
+
+
+class StreamOptions(_Open):
+    include_usage: bool | None = None
+
+
+class ChatCompletionRequest(_Open):
+    """One question: MAI answers exactly one user turn with its own fixed prompts."""
+    model: str | None = None
+    messages: list[UserMessage] = Field(min_length=1, max_length=1)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS_LIMIT)
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_TOKENS_LIMIT)
+    n: Literal[1] | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(None, description="accepted; decoding is greedy")
+    top_p: float | None = Field(None, description="accepted; decoding is greedy")
+    seed: int | None = Field(None, description="accepted; decoding is greedy")
+
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | int | None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"]
+    content: str
+
+
+class Choice(BaseModel):
+    index: int
+    message: AssistantMessage
+    logprobs: None
+    finish_reason: Literal["stop", "length"]
+
+
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int = Field(ge=0)
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0)
+    prompt_tokens_details: PromptTokensDetails
+
+
+class MaiExtension(BaseModel):
+    system: str
+    route: str
+    trace: dict[str, Any]
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    choices: list[Choice] = Field(min_length=1, max_length=1)
+    usage: Usage
+    mai: MaiExtension
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+    root: str
+    mai: dict[str, Any]
+
+
+class ModelList(BaseModel):
+    object: Literal["list"]
+    data: list[Model]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    system: str
+    queued: int = Field(ge=0)
+    running: int = Field(ge=0)

@@ -5,12 +5,18 @@
     GET  /health                200 while queries are accepted, else 503
     GET  /metrics               Prometheus text (mai.serving.metrics)
 
-A request is read and checked on the event loop (mai.serving.api: a bad one is a 4xx with one line and
-never reaches the queue), then queued for the worker (mai.serving.worker). While it waits or runs, the
+A request is read and checked before it is queued, and a bad one is a 4xx with one line that never reaches the
+queue: a body past --max-body-bytes is 413 before it is parsed, JSON nested past api.MAX_JSON_DEPTH is 400, a
+request the API does not serve is refused by mai.serving.api, and one whose stages cannot fit their models'
+contexts is 400 in vLLM's words (mai.serving.budget; its tokenizing runs off the event loop). Then it is queued
+for the worker (mai.serving.worker). While it waits or runs, the
 handler listens for the client's disconnect as vLLM's server does (vllm/entrypoints/utils.py,
 listen_for_disconnect: the ASGI receive channel yields "http.disconnect"): a client that goes away, or a
 query past --request-timeout, sets the query's cancelled flag, so a waiting query is dropped and a running
 one stops at its next stage (and, on transformers, at its next token).
+
+The request and response bodies are declared as pydantic models (mai.serving.api) in the OpenAPI document,
+GET /openapi.json, which tests/test_serving_fuzz.py fuzzes the live server from.
 
 The API key, when set (--api-key or MAI_API_KEY), guards /v1/* as vLLM's --api-key does: "Authorization:
 Bearer <key>", else 401; /health and /metrics stay open for probes.
@@ -26,10 +32,12 @@ import uuid
 from typing import Callable
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from mai import MaiError
 from mai.serving import api
+from mai.serving.budget import Budget, ContextExceeded
 from mai.serving.metrics import ServerMetrics
 from mai.serving.query import Aborted, Query
 from mai.serving.worker import NotServing, QueueFull, Worker
@@ -57,21 +65,45 @@ class Settings:
     request_timeout: float = 600.0
     sees_images: bool = True
     on_shutdown: Callable[[], None] | None = None  # the engines' close, after the worker stopped
+    max_body_bytes: int = 16 << 20
 
 
 router = APIRouter()
 
 
 def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, api_key: str | None = None,
-               request_timeout: float = 600.0, sees_images: bool = True, on_shutdown=None) -> FastAPI:
+               request_timeout: float = 600.0, sees_images: bool = True, on_shutdown=None,
+               max_body_bytes: int = 16 << 20) -> FastAPI:
     """The app over a ServedSystem (mai.serving.system) and a Worker not yet started: the app's lifespan
     starts it and, at shutdown, stops it (cancelling what it holds) and calls on_shutdown (the engines')."""
-    app = FastAPI(title="MAI", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="MAI", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.system, app.state.worker, app.state.metrics = system, worker, ServerMetrics(worker)
-    app.state.settings = Settings(served, limits, api_key, request_timeout, sees_images, on_shutdown)
+    app.state.settings = Settings(served, limits, api_key, request_timeout, sees_images, on_shutdown, max_body_bytes)
     app.middleware("http")(authorize)
     app.include_router(router)
+    app.openapi = lambda: openapi(app)
     return app
+
+
+def openapi(app: FastAPI) -> dict:
+    """FastAPI's document, with the chat request's body declared: the handler reads the raw body itself (its
+    size limit comes before any parsing), so FastAPI cannot see the model in its signature."""
+    if app.openapi_schema is None:
+        doc = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        schema = api.ChatCompletionRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = doc.setdefault("components", {}).setdefault("schemas", {})
+        components.update(schema.pop("$defs", {}))
+        # The one model name served (else 404): a fuzzer made from the document then sends it.
+        schema["properties"]["model"] = {"anyOf": [{"enum": [app.state.settings.served]}, {"type": "null"}]}
+        components["ChatCompletionRequest"] = schema
+        doc["paths"]["/v1/chat/completions"]["post"]["requestBody"] = {"required": True, "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}}}
+        app.openapi_schema = doc
+    return app.openapi_schema
+
+
+def _errors(*statuses: int) -> dict:
+    return {status: {"model": api.ErrorResponse} for status in statuses}
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +127,7 @@ async def authorize(request: Request, call_next):
     return await call_next(request)
 
 
-@router.get("/health")
+@router.get("/health", response_model=api.Health, responses=_errors(503))
 async def health(request: Request):
     state = request.app.state
     if not state.worker.accepting:
@@ -103,20 +135,27 @@ async def health(request: Request):
     return {"status": "ok", "system": state.system.name, "queued": state.worker.depth(), "running": state.worker.busy()}
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)
 async def prometheus(request: Request):
     metrics = request.app.state.metrics
     return Response(metrics.render(), media_type=metrics.content_type)
 
 
-@router.get("/v1/models")
+@router.get("/v1/models", response_model=api.ModelList, responses=_errors(401))
 async def models(request: Request):
     served, system = request.app.state.settings.served, request.app.state.system
     return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "mai",
                                         "root": served, "mai": {"system": system.name, **system.models()}}]}
 
 
-@router.post("/v1/chat/completions")
+# A stream request's answer is server-sent events (api.stream_events): each event's data is one
+# chat.completion.chunk as JSON, then "[DONE]".
+SSE_EVENT = {"type": "object", "properties": {"data": {"type": "string"}}, "required": ["data"]}
+CHAT_RESPONSES = {200: {"model": api.ChatCompletion, "content": {"text/event-stream": {"schema": SSE_EVENT}}},
+                  **_errors(400, 401, 403, 404, 413, 429, 500, 503, 504)}
+
+
+@router.post("/v1/chat/completions", response_model=api.ChatCompletion, responses=CHAT_RESPONSES)
 async def chat_completions(request: Request):
     metrics = request.app.state.metrics
     t0 = time.perf_counter()
@@ -132,8 +171,11 @@ async def _answer(request: Request) -> Response:
     state, settings = request.app.state, request.app.state.settings
     system = state.system  # read per request: a test may swap in another system of the same models
     try:
-        chat = api.parse_chat(api.parse_json(await request.body()), settings.served, settings.limits,
-                              settings.sees_images)
+        raw = await api.read_body(request.stream(), request.headers.get("content-length"), settings.max_body_bytes)
+        chat = api.parse_chat(api.parse_json(raw), settings.served, settings.limits, settings.sees_images)
+        await asyncio.to_thread(Budget(system).check, chat.question, chat.images, chat.max_tokens)
+    except ContextExceeded as err:
+        return JSONResponse(err.api_error().body(), status_code=400)
     except api.ApiError as err:
         return JSONResponse(err.body(), status_code=err.status)
     query = Query(f"chatcmpl-{uuid.uuid4().hex}")
@@ -180,6 +222,8 @@ async def _wait(request: Request, query: Query, job, timeout: float, metrics: Se
         return answer.result()
     except Aborted:
         return error(503, "the query was cancelled (the server is shutting down)", "cancelled", "server_error")
+    except ContextExceeded as err:  # a transfer prompt whose real reasoning did not fit (Checked)
+        return JSONResponse(err.api_error().body(), status_code=400)
     except MaiError as err:
         return error(400, str(err), "invalid_request")
     except Exception as err:  # a bug or an engine failure: one line to the client, the server goes on

@@ -61,7 +61,21 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-queue", type=int, default=64,
                    help="queries that may wait for a worker; past it 429 (default 64)")
     g.add_argument("--request-timeout", type=float, default=600.0,
-                   help="seconds from arrival after which a query is cancelled and answered 504 (default 600)")
+                   help="seconds from arrival after which a query is cancelled and answered 504 (default 600); a "
+                        "running query stops within one layer's forward over one prefill chunk on transformers, "
+                        "one engine step on vllm")
+    g.add_argument("--prefill-chunk", type=int, default=2048,
+                   help="transformers: a text prompt longer than this is prefilled in chunks of this many tokens, "
+                        "so that a cancelled query stops within one layer's forward over one chunk (default 2048, "
+                        "vLLM's chunk; 0: one forward pass, stopped within one layer over the whole prompt)")
+    g.add_argument("--max-body-bytes", type=int,
+                   help="largest request body accepted, else 413 before it is parsed (default: --max-images "
+                        "base64 images of --max-image-bytes, plus 1 MiB)")
+    g.add_argument("--max-model-len", type=int,
+                   help="context of each served model: a request whose prompt (after the chat template, images "
+                        "as their tokens) plus the tokens any stage may generate does not fit is refused 400 "
+                        "before it is queued (default: the checkpoint's max_position_embeddings; on vllm 16384, "
+                        "the engines' own limit, as before)")
     g.add_argument("--max-image-bytes", type=int, default=10 * 1024 * 1024,
                    help="largest encoded image accepted (default 10 MiB)")
     g.add_argument("--max-image-pixels", type=int, default=16384 * 32 ** 2,
@@ -81,7 +95,6 @@ def parser() -> argparse.ArgumentParser:
     v = p.add_argument_group("vllm backend")
     v.add_argument("--gpu-memory-utilization", type=float, default=0.85,
                    help="fraction of GPU memory for both models together (default 0.85)")
-    v.add_argument("--max-model-len", type=int, default=16384)
     v.add_argument("--tensor-parallel", type=int, default=1)
     v.add_argument("--vllm-eager", action="store_true")
     v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
@@ -115,11 +128,13 @@ def parse(argv=None) -> argparse.Namespace:
     get_benchmark(args.benchmark)
     if not 0 < args.port < 65536:
         raise MaiError(f"--port must lie in 1..65535, got {args.port}")
-    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "threads", "think_tokens",
+    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "max_body_bytes", "threads", "think_tokens",
                  "simple_tokens", "answer_tokens", "max_pixels", "max_model_len", "tensor_parallel"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise MaiError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.prefill_chunk < 0:
+        raise MaiError(f"--prefill-chunk must be 0 (no chunks) or a number of tokens, got {args.prefill_chunk}")
     if not args.request_timeout > 0:
         raise MaiError(f"--request-timeout must be a positive number of seconds, got {args.request_timeout}")
     if args.backend == "vllm":
@@ -131,11 +146,33 @@ def parse(argv=None) -> argparse.Namespace:
                        "time (add --backend vllm)")
     if args.allow_image_dir is not None and not Path(args.allow_image_dir).is_dir():
         raise MaiEnvironmentError(f"--allow-image-dir {args.allow_image_dir} is not a directory")
+    if args.max_body_bytes is None:
+        args.max_body_bytes = default_body_bytes(args.max_images, args.max_image_bytes)
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     return args
+
+
+def default_body_bytes(max_images: int, max_image_bytes: int) -> int:
+    """Room for --max-images images of --max-image-bytes as base64 data: URLs (4 characters per 3 bytes),
+    plus 1 MiB for the text and the JSON around them."""
+    return max_images * -(-max_image_bytes // 3) * 4 + (1 << 20)
+
+
+def checkpoint_context(loaded) -> int:
+    """The longest sequence a transformers checkpoint's config allows (its text model's max_position_embeddings)."""
+    return int(loaded.model.config.get_text_config().max_position_embeddings)
+
+
+def served_context(loaded, max_model_len: int | None) -> int:
+    """--max-model-len, or the checkpoint's context; longer than the checkpoint's is refused, as vLLM refuses it."""
+    allowed = checkpoint_context(loaded)
+    if max_model_len is not None and max_model_len > allowed:
+        raise MaiError(f"--max-model-len {max_model_len} is greater than {loaded.label}'s context ({allowed} tokens, "
+                       "its config's max_position_embeddings)")
+    return max_model_len or allowed
 
 
 def build(args: argparse.Namespace):
@@ -149,7 +186,8 @@ def build(args: argparse.Namespace):
     if args.backend == "transformers":
         small_model, large_model = experiment.load(args.small, args), experiment.load(args.large, args)
         cli.check_sparse_layer(config, small_model)
-        small, large = StoppableGenerator(small_model, args.seed), StoppableGenerator(large_model, args.seed)
+        contexts = [served_context(m, args.max_model_len) for m in (small_model, large_model)]
+        small, large = (StoppableGenerator(m, args.seed, args.prefill_chunk) for m in (small_model, large_model))
         close = None
         sees = small_model.family.multimodal and large_model.family.multimodal
     else:
@@ -157,10 +195,13 @@ def build(args: argparse.Namespace):
 
         pixels = experiment.pixel_kwargs(args)  # the image-size policy's bounds, as the transformers models get them
         args.min_pixels, args.max_pixels = pixels.get("min_pixels"), pixels.get("max_pixels")
+        args.max_model_len = args.max_model_len or 16384  # the engines' KV caches hold one such request
         small, large, close = start_generators(args.small, args.large, args)
+        contexts = [gen.max_model_len for gen in (small, large)]  # what each engine enforces
         sees = all(getattr(gen, "family", None) is None or gen.family.multimodal for gen in (small, large))
     labels = models.model_label(args.small), models.model_label(args.large)
-    small, large = Checked(small), Checked(large)
+    small, large = (Checked(gen, role, label, context)
+                    for gen, role, label, context in zip((small, large), ("small", "large"), labels, contexts))
     cascade = Cascade(small, large, config, *labels)
     system = ServedSystem(args.system, small, large, cascade, get_benchmark(args.benchmark), args.simple_tokens)
     return system, close, sees
@@ -179,5 +220,6 @@ def serve(argv=None) -> None:
                              Path(args.allow_image_dir) if args.allow_image_dir else None, args.max_images)
     worker = Worker(threads=args.max_concurrency, max_queue=args.max_queue)
     app = create_app(system, worker, args.served_model_name, limits, api_key=args.api_key,
-                     request_timeout=args.request_timeout, sees_images=sees, on_shutdown=close)
+                     request_timeout=args.request_timeout, sees_images=sees, on_shutdown=close,
+                     max_body_bytes=args.max_body_bytes)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

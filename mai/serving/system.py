@@ -12,14 +12,16 @@ baseline's route is its system name.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
 import torch
-from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import DynamicCache, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from mai.cascade import Call, Cascade, Trace
 from mai.generation import HFGenerator, Request
+from mai.serving.budget import check_prompt
 from mai.serving.query import current
 
 SYSTEMS = ("mai", "large-S", "large-R", "small-S", "small-R", "full-RT")
@@ -38,25 +40,83 @@ class _Cancelled(StoppingCriteria):
                           device=input_ids.device)
 
 
+def layers(model) -> list[torch.nn.Module]:
+    """Every repeated block of a transformers model: the language model's decoder layers and the vision
+    encoder's blocks (the entries of each ModuleList named layers or blocks)."""
+    return [module for name, parent in model.named_modules() if isinstance(parent, torch.nn.ModuleList)
+            and name.rsplit(".", 1)[-1] in ("layers", "blocks") for module in parent]
+
+
+@contextlib.contextmanager
+def stops_between_layers(model, query):
+    """While a generate runs: before each layer's forward, stop if the query was cancelled (Aborted). A long
+    prefill is one forward pass that no per-token check reaches; this cuts it at every layer, so a cancelled
+    query holds the worker for at most one layer's forward (a vision block's over the image's patches, a
+    decoder layer's over the prompt), whatever the prompt's length."""
+    def check(module, args):
+        query.check()
+
+    handles = [layer.register_forward_pre_hook(check) for layer in layers(model)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+# Prompt tokens per prefill forward pass of a served query's long text prompt: vLLM 0.30.0's default
+# max_num_batched_tokens for its OpenAI server on hardware other than large GPUs (engine/arg_utils.py).
+PREFILL_CHUNK = 2048
+
+
 class StoppableGenerator(HFGenerator):
-    """The transformers backend whose decode stops early when the running query is cancelled (its Result is
-    then thrown away: Checked raises Aborted right after). Outside a served query it is HFGenerator."""
+    """The transformers backend that stops when the running query is cancelled: between two layers of any
+    forward pass and, in decoding, at the next token (its Result is then thrown away: Checked raises Aborted
+    right after). A text prompt longer than `prefill_chunk` tokens (--prefill-chunk) is prefilled in chunks of
+    that many, so that one layer's forward costs one chunk's attention over the prompt so far, not the whole
+    prompt's (quadratic in its length); 0 prefills in one pass. Outside a served query it is HFGenerator,
+    unchunked."""
+
+    def __init__(self, loaded, seed: int = 0, prefill_chunk: int = PREFILL_CHUNK):
+        super().__init__(loaded, seed)
+        self.prefill_chunk = prefill_chunk
 
     def _decode(self, inputs: dict, kwargs: dict, config, clock):
         query = current()
         if query is None:
             return super()._decode(inputs, kwargs, config, clock)
-        return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
-                                          logits_processor=LogitsProcessorList([clock]),
-                                          stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
+        with stops_between_layers(self.loaded.model, query):
+            if not kwargs:  # a first stage (a second one continues its first stage's cache)
+                kwargs = self._prefill_in_chunks(inputs)
+            return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
+                                              logits_processor=LogitsProcessorList([clock]),
+                                              stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
+
+    def _prefill_in_chunks(self, inputs: dict) -> dict:
+        """generate's keyword arguments after a chunked prefill of all but the prompt's last token ({} for a
+        prompt of one chunk, or with images: their positions are computed over the whole prompt at once).
+        generate then continues from the cache as a second stage does (mai.kv_reuse), positions counted from
+        the cache's length (as mai.transfer's capture forward)."""
+        lm, ids, chunk = self.loaded, inputs["input_ids"], self.prefill_chunk
+        n = ids.shape[1]
+        if not chunk or n <= chunk or any(key in inputs for key in lm.family.vision_inputs):
+            return {}
+        cache = DynamicCache(config=lm.model.config)
+        for start in range(0, n - 1, chunk):
+            end = min(start + chunk, n - 1)
+            per_token = {key: inputs[key][:, start:end] for key in lm.family.token_inputs if key in inputs}
+            lm.model(input_ids=ids[:, start:end], cache=cache, use_cache=True, logits_to_keep=1, **per_token)
+        return {"cache": cache}
 
 
 class Checked:
     """A generator whose every generate() first checks the running query (mai.serving.query), and checks
-    again after, so a stage cut short by cancellation never reaches the cascade's decisions."""
+    again after, so a stage cut short by cancellation never reaches the cascade's decisions. With its model's
+    context, a transfer prompt (one that carries another model's reasoning, known only now) is counted before
+    it runs and refused when it cannot fit (mai.serving.budget.ContextExceeded)."""
 
-    def __init__(self, generator):
-        self.generator = generator
+    def __init__(self, generator, role: str = "", model: str = "", context: int | None = None):
+        self.generator, self.role, self.model, self.context = generator, role, model, context
 
     def __getattr__(self, name):  # loaded, label, attention_over_reasoning...: the wrapped generator's
         return getattr(self.generator, name)
@@ -65,6 +125,8 @@ class Checked:
         query = current()
         if query is not None:
             query.check()
+        if request.context is not None and self.context is not None:
+            check_prompt(self.generator, request, f"{self.role} transfer", self.role, self.model, self.context)
         result = self.generator.generate(request)
         if query is not None:
             query.check()

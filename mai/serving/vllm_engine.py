@@ -137,6 +137,11 @@ class AsyncVLLMGenerator:
     def attention_over_reasoning(self, *args, **kwargs):
         return self.prompts.attention_over_reasoning(*args, **kwargs)
 
+    @property
+    def max_model_len(self) -> int:
+        """The context the engine enforces (vLLM's model config: --max-model-len, or the model's own)."""
+        return int(self.engine.model_config.max_model_len)
+
     def unfinished(self) -> int:
         """Requests the engine has not finished (0 when idle, aborted ones included once freed)."""
         return self.engine.get_num_unfinished_requests()

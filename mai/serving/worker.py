@@ -5,7 +5,9 @@ stage (two models on one device: a second thread would only slice the same cores
 threads (--max-concurrency) each run one query's cascade, so that the engines see N queries' stages at once
 and batch them. A query waits in the queue until a thread takes it; past --max-queue waiting queries a new
 one is refused (QueueFull -> 429), and once the server stops accepting (NotServing -> 503). A query cancelled
-while it waits (its client went away, its time ran out) is dropped when its turn comes, never started.
+while it waits (its client went away, its time ran out) is dropped when its turn comes, never started, and
+holds no place in the queue: a full queue drops its cancelled queries before it refuses a new one, so that
+clients that send and leave cannot fill it for everyone else.
 """
 from __future__ import annotations
 
@@ -72,11 +74,23 @@ class Worker:
             if not self._accepting:
                 raise NotServing("the server is not accepting queries (starting or shutting down); retry later")
             if len(self._waiting) >= self.max_queue:
+                self._drop_cancelled()
+            if len(self._waiting) >= self.max_queue:
                 raise QueueFull(f"the queue is full ({self.max_queue} queries waiting, --max-queue); retry later")
             job = Job(query, run)
             self._waiting.append(job)
             self._cv.notify()
         return job
+
+    def _drop_cancelled(self) -> None:
+        """Waiting queries already cancelled leave the queue now, as their turn would drop them (under _cv)."""
+        live = collections.deque()
+        for job in self._waiting:
+            if job.query.cancelled.is_set():
+                job.future.set_exception(Aborted(job.query.id))
+            else:
+                live.append(job)
+        self._waiting = live
 
     def stop(self, timeout: float = 10.0) -> None:
         """Refuse new queries, cancel every waiting and running one, and let the threads end."""
