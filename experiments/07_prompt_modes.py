@@ -23,15 +23,14 @@ from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "07_prompt_modes"
-# --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
-# cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 3, 256, 48
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
                                                                          max_pixels=128 * 128)),
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
-                           extra=dict(think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS)),
+    # The settings frozen on the dev split (mai.cli REAL_*), stage-major on the test split.
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table7"], real=True,
+                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT, order="stage",
+                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS)),
 }
 
 
@@ -40,12 +39,13 @@ def main(argv=None, doc=__doc__):
     p.add_argument("--modes", type=cli.csv_list, default=["simple", "think"], help="prompt modes (simple,think)")
     p.add_argument("--think-tokens", type=int, help="max new tokens with the Think prompt (paper: 1024)")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
-    p.add_argument("--order", choices=cli.ORDERS, default="example",
+    p.add_argument("--order", choices=cli.ORDERS,
                    help="example: one question at a time, batch size 1 (latency, the paper's setting; default); "
                         "stage: each (model, mode) over the questions in batches of --batch-size (throughput: "
                         "latencies are batch shares)")
-    p.add_argument("--batch-size", type=int, default=16, help="--order stage: questions per batch (default 16)")
+    p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
     args = cli.parse(p, PRESETS, argv)
+    args.batch_size = args.batch_size or 16
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = experiment.open_run(EXPERIMENT, args)
     examples = experiment.load_examples(args, store)

@@ -1,5 +1,7 @@
 """Table 8: reasoning transfer. 2B-R, 4B-S, 8B-S, and 8B-S with the 2B's reasoning prepended to its Simple
-prompt, on the benchmarks (the paper: transfer beats 8B-S on 4 of 6 tasks).
+prompt, on the benchmarks (the paper: transfer beats 8B-S on 4 of 6 tasks). With --sparse-layer L a second
+transfer row prepends only the reasoning tokens holding --delta of the small model's attention at layer L (the
+sparse transfer MAI uses; the cpu-real preset runs both, on Table 10's questions).
 
     python experiments/08_reasoning_transfer.py                  # paper: Qwen3-VL 2B, 4B, 8B; GPU, hub
     python experiments/08_reasoning_transfer.py --preset cpu     # tiny random models, synthetic data
@@ -17,13 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table08  # noqa: E402
 from mai import cli, experiment  # noqa: E402
-from mai.evaluate import model_system, run_systems, transfer_system  # noqa: E402
+from mai.batch import (model_batch_system, run_systems_stage_major, sparse_transfer_batch_system,  # noqa: E402
+                       transfer_batch_system)
+from mai.cascade import Cascade  # noqa: E402
+from mai.evaluate import model_system, run_systems, sparse_transfer_system, transfer_system  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 
 EXPERIMENT = "08_reasoning_transfer"
-# --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
-# cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 4, 256, 48
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
                         extra=dict(small=cli.PAPER_MODELS[0], mid=cli.PAPER_MODELS[1], large=cli.PAPER_MODELS[2],
@@ -31,10 +33,14 @@ PRESETS = {
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
                       extra=dict(small="tiny-small", mid="", large="tiny-large", think_tokens=32, simple_tokens=8,
                                  max_pixels=128 * 128)),
-    # No middle model: the real pair is two sizes of one family.
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+    # No middle model: the real pair is two sizes of one family. Full and sparse transfer, on the questions and with
+    # the settings of Table 10 (mai.cli REAL_*), stage-major.
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table8"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], mid="", large=cli.REAL_MODELS[1],
-                                      think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS)),
+                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      think_prompt=cli.REAL_THINK_PROMPT, sparse_layer=cli.REAL_SPARSE_LAYER,
+                                      delta=cli.REAL_DELTA, order="stage", batch_size=cli.REAL_BATCH_SIZE,
+                                      threads=cli.REAL_BATCH_THREADS)),
 }
 
 
@@ -45,7 +51,15 @@ def main(argv=None):
     p.add_argument("--large", help="the model that receives the reasoning (default: the preset's)")
     p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    g = p.add_argument_group("sparse transfer (a second transfer row)")
+    g.add_argument("--sparse-layer", type=int, help="the small model's layer whose attention ranks the reasoning "
+                   "(default: the preset's; none: full transfer only, the paper's Table 8)")
+    g.add_argument("--delta", type=float, help="cumulative attention mass kept (default: the preset's, else 0.8)")
+    p.add_argument("--order", choices=cli.ORDERS, help="example: one question at a time (default); stage: each "
+                   "system over the questions in batches of --batch-size (throughput: times are batch shares)")
+    p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
     args = cli.parse(p, PRESETS, argv)
+    args.delta, args.batch_size = args.delta or 0.8, args.batch_size or 16
     args.models = [m for m in (args.small, args.mid, args.large) if m]
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = experiment.open_run(EXPERIMENT, args)
@@ -55,15 +69,31 @@ def main(argv=None):
     large = HFGenerator(experiment.load(args.large, args, store), args.seed)
     S, L = small.loaded.label, large.loaded.label
     think, simple = args.think_tokens, args.simple_tokens
-    systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple))]
+    # (row fields, one example at a time, a batch in stage order) per system
+    systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple),
+                model_batch_system(small, "small", "think", think, simple))]
     if args.mid:  # loaded only for its own rows: three models need not share memory
         mid = HFGenerator(experiment.load(args.mid, args, store), args.seed)
         run_systems(store, [({"system": f"{mid.loaded.label}-S", "kind": "mid-S"},
                              model_system(mid.generate, "large", "simple", think, simple))], examples, desc="mid")
         del mid
-    systems += [({"system": f"{L}-S", "kind": "large-S"}, model_system(large.generate, "large", "simple", think, simple)),
-                ({"system": f"{L}-S + {S} reasoning", "kind": "transfer"}, transfer_system(small, large, think, simple))]
-    run_systems(store, systems, examples, desc="systems")
+    systems += [({"system": f"{L}-S", "kind": "large-S"}, model_system(large.generate, "large", "simple", think, simple),
+                 model_batch_system(large, "large", "simple", think, simple)),
+                ({"system": f"{L}-S + {S} reasoning", "kind": "transfer"}, transfer_system(small, large, think, simple),
+                 transfer_batch_system(small, large, think, simple))]
+    if args.sparse_layer is not None:
+        args.transfer, args.verify, args.answer_tokens, args.heads, args.sink, args.query = (
+            "sparse", "answer", 16, "mean", "keep", "answer")  # MAI's sparse selection, at the answer position
+        config = cli.cascade_config(args)
+        cli.check_sparse_layer(config, small.loaded)
+        cascade = Cascade(small, large, config, S, L)
+        systems.append(({"system": f"{L}-S + {S} sparse reasoning", "kind": "sparse transfer"},
+                        sparse_transfer_system(cascade, think, simple),
+                        sparse_transfer_batch_system(cascade, think, simple)))
+    if args.order == "stage":
+        run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems")
+    else:
+        run_systems(store, [(fields, one) for fields, one, _ in systems], examples, desc="systems")
 
     outputs = table08.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables

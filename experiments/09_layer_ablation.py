@@ -37,9 +37,7 @@ from mai.results import row_key  # noqa: E402
 from mai.transfer import attention_over_reasoning, capture_reasoning, sparse_reasoning  # noqa: E402
 
 EXPERIMENT = "09_layer_ablation"
-# --preset cpu-real's sizes: examples per task, reasoning budget and the layers swept (None: all 24 of the
-# 0.5B); the lead sizes them so that every cpu-real table regenerates in the README's time budget.
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 3, 256, 48
+# --preset cpu-real's layers swept (None: all 24 of the 0.5B); its other settings are mai.cli's REAL_*.
 CPU_REAL_LAYERS = [0, 4, 8, 10, 12, 16, 20, 23]  # every 4th of the 0.5B's 24, the default sparse layer 10 and the last
 PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, ("pope",), limit=None,
@@ -47,9 +45,9 @@ PRESETS = {
     "cpu": cli.Preset(cli.CPU_MODELS, ("synth-pope",), limit=6,
                       extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=4,
                                  max_pixels=128 * 128)),
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table9"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS, layers=CPU_REAL_LAYERS)),
+                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT, layers=CPU_REAL_LAYERS)),
     "cpu-smollm2": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
 }
 # cpu-smollm2: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).

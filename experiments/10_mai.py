@@ -55,9 +55,6 @@ from mai.forced import ForcedLengths, forced_cascade_system, parse_fractions  # 
 from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "10_mai"
-# --preset cpu-real's sizes: examples per task and reasoning budget (the lead sizes them so that every
-# cpu-real table regenerates in the README's time budget on a 2-core CPU).
-CPU_REAL_LIMIT, CPU_REAL_THINK_TOKENS, CPU_REAL_SIMPLE_TOKENS = 6, 256, 48
 SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
 # MAI's rows, one per verification variant, named as the paper names them.
 MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}
@@ -67,12 +64,17 @@ PRESETS = {
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
                       extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
                                  max_pixels=128 * 128)),
-    # MAI transfers sparsely from the paper's relative depth (cli.REAL_SPARSE_LAYER, delta 0.8 as the paper);
-    # Full RT is its own row.
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=CPU_REAL_LIMIT, real=True,
+    # The settings frozen on the dev split (mai.cli REAL_*), on 200 test questions a task, stage-major (accuracy
+    # and routes; the batch-1 latency sample is its own run: --order example --limit 30 --run-name cpu-real-latency).
+    # MAI transfers sparsely from the paper's relative depth (cli.REAL_SPARSE_LAYER, delta 0.8 as the paper); Full
+    # RT is its own row. MAI's rows come first, so that a run cut short has the routes.
+    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table10"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=CPU_REAL_THINK_TOKENS, simple_tokens=CPU_REAL_SIMPLE_TOKENS, transfer="sparse",
-                                      sparse_layer=cli.REAL_SPARSE_LAYER)),
+                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      think_prompt=cli.REAL_THINK_PROMPT, transfer="sparse",
+                                      sparse_layer=cli.REAL_SPARSE_LAYER, delta=cli.REAL_DELTA, order="stage",
+                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS,
+                                      systems=["MAI", "large-S", "Full RT", "small-R", "large-R"])),
 }
 
 
@@ -81,7 +83,8 @@ def main(argv=None):
     cli.add_cascade_flags(p)
     cli.add_scale_flags(p)
     p.set_defaults(verify=None)  # Table 10 runs both variants unless --verify names one
-    p.add_argument("--systems", type=cli.csv_list, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
+    p.add_argument("--systems", type=cli.csv_list,
+                   help=f"subset of {', '.join(SYSTEMS)}, run in this order (default: the preset's, else all)")
     g = p.add_argument_group("timing studies")
     g.add_argument("--force-routes", type=parse_fractions, metavar="simple=F,reasoning=F,transfer=F",
                    help="draw each example's MAI route from these fractions instead of letting the models "
@@ -92,6 +95,7 @@ def main(argv=None):
                    "measured latency")
     args = cli.parse(p, PRESETS, argv)
     args.models = [args.small, args.large]
+    args.systems = args.systems or list(SYSTEMS)
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         raise MaiError(f"unknown system(s) {', '.join(sorted(unknown))}; choose from: {', '.join(SYSTEMS)}")

@@ -61,7 +61,7 @@ SYSTEMS = ("mai", "large-S", "large-R")  # the server's --system names (mai.serv
 PRESETS = {
     "cpu": dict(benchmark="synth-pope", num_prompts=8, rates=(1.0, math.inf), concurrency=8, kv_cache_gib="0.25,0.25"),
     # Sized so the three servers and all rates fit in about 15 minutes of a 2-core CPU shared with other jobs.
-    "cpu-real": dict(benchmark="strategyqa", num_prompts=6, rates=(0.1, math.inf), concurrency=6,
+    "cpu-real": dict(benchmark="bbh_sports_understanding", num_prompts=6, rates=(0.1, math.inf), concurrency=6,
                      kv_cache_gib="1,1"),
 }
 SAMPLE_SECONDS = 0.5

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/regenerate.py --preset cpu-real     # the real pair on BIG-bench (bash scripts/setup.sh --real)
     .venv/bin/python scripts/regenerate.py --preset cpu          # random weights, synthetic data (the machinery)
 
-Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows) with the preset's own
-settings, each as `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
+Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows; for cpu-real, Table 10's
+batch-1 latency sample, 10_mai-latency, before Table 10 itself) with the preset's own settings, each as `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
 paper_tables/ and figures/ (a script run without --report-dir writes them into its run's report/ instead); every script resumes, so a killed regeneration continues where it stopped. Each script's wall time
 goes to runs/regenerate.<preset>.json (the README quotes it); `--only 10_mai,12_speculative_decoding` runs a
 subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
@@ -22,7 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ("07_prompt_modes", "01_tokens_vs_accuracy", "03_stage_profiling", "08_reasoning_transfer",
-           "09_layer_ablation", "10_mai", "12_speculative_decoding")
+           "09_layer_ablation", "10_mai-latency", "10_mai", "12_speculative_decoding")
+# Parts that are a script run with other flags: Table 10's batch-1 latency sample (cpu-real runs Table 10 in
+# stage order, whose times are batch shares; analysis/table10.py reads this sibling run's latencies). Its own
+# tables stay in its run's report/: Table 10's committed table is the merged one that 10_mai writes next.
+VARIANTS = {"10_mai-latency": ("10_mai", lambda preset: ["--order", "example", "--limit", "30", "--threads", "2",
+                                                         "--run-name", f"{preset}-latency"])}
 
 
 def main(argv=None) -> int:
@@ -39,8 +44,12 @@ def main(argv=None) -> int:
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     record.setdefault("seconds", {})
     for script in chosen:
-        cmd = [sys.executable, str(ROOT / "experiments" / f"{script}.py"), "--preset", args.preset,
-               "--wandb", args.wandb, "--report-dir", str(ROOT)]  # the committed tables: never a run's default
+        if script in VARIANTS and args.preset != "cpu-real":
+            continue
+        base, extra = VARIANTS.get(script, (script, None))
+        cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", args.preset, "--wandb", args.wandb]
+        # the committed tables: never a run's default; a variant's tables stay in its run's report/
+        cmd += extra(args.preset) if extra else ["--report-dir", str(ROOT)]
         print(f"== {' '.join(cmd[1:])}", flush=True)
         start = time.perf_counter()
         rc = subprocess.call(cmd, cwd=ROOT)

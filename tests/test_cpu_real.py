@@ -149,16 +149,21 @@ def test_table7_and_figure1_cpu_real(real, described, experiment, tmp_path):
 
 def test_table8_cpu_real(real, described, experiment, tmp_path):
     mod = experiment("08_reasoning_transfer")
-    _redirect(mod)
+    _redirect(mod, sparse_layer=2)  # the tiny small model has 4 layers
     mod.main(_args(tmp_path))
     rows = _rows(tmp_path, "08_reasoning_transfer")
-    assert {r["kind"] for r in rows} == {"small-R", "large-S", "transfer"} and not any(r["error"] for r in rows)
-    assert len(rows) == 2 * 3
+    kinds = {"small-R", "large-S", "transfer", "sparse transfer"}
+    assert {r["kind"] for r in rows} == kinds and not any(r["error"] for r in rows)
+    assert len(rows) == 2 * 4
+    sparse = [r for r in rows if r["kind"] == "sparse transfer"]
+    # the stage-major preset: the kept reasoning is the transferred context, never longer than the reasoning
+    assert all(0 < r["kept_tokens"] <= r["reasoning_tokens"] for r in sparse)
+    assert [c["mode"] for c in sparse[0]["calls"]] == ["think", "attention", "transfer"]
     mod.main(_args(tmp_path))  # the same command again resumes: nothing is redone, nothing appears twice
     assert _rows(tmp_path, "08_reasoning_transfer") == rows
     table = tmp_path / "paper_tables" / "table8_reasoning_transfer.cpu-real.md"
     _check_provenance(table)
-    assert len(_table_rows(table)) == 3
+    assert len(_table_rows(table)) == 4
 
 
 def test_table10_cpu_real_sparse_by_default(real, described, experiment, tmp_path):

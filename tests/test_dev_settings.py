@@ -22,3 +22,16 @@ def test_a_prompt_that_answers_without_reasoning_loses_to_one_that_reasons():
 def test_when_no_prompt_is_eligible_the_best_answered_still_ranks_by_its_gain():
     df = _frame([("a", "gsm8k", 40, 5, 100), ("b", "gsm8k", 45, 1, 100)])
     assert decide(df, {})["think_prompt"] == "a"
+
+
+def test_the_frozen_settings_are_the_ones_the_committed_dev_rows_choose():
+    """mai.cli's cpu-real settings were frozen from the dev split (runs/07_prompt_modes/dev-*) before any test
+    row: the committed dev rows must still choose them."""
+    from pathlib import Path
+
+    from analysis.dev_settings import reasoning_lengths, summarize
+    from mai import cli
+
+    runs = Path(__file__).resolve().parent.parent / "runs"
+    chosen = decide(summarize(runs), reasoning_lengths(runs))
+    assert (chosen["think_prompt"], chosen["think_tokens"]) == (cli.REAL_THINK_PROMPT, cli.REAL_THINK_TOKENS)
