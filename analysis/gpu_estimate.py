@@ -46,7 +46,7 @@ class Estimate:
 
     def lines(self, what: str, gpu: str = GPU) -> list[str]:
         hours = self.seconds / 3600
-        return [f"By the latency model at the physical floor (analysis/gpu_estimate.py), on one {gpu}: at least "
+        return [f"On one {gpu}, by the latency model at the physical floor (analysis/gpu_estimate.py): at least "
                 f"{hours:.1f} h for {what} ({self.questions:,} questions, {self.calls} model calls each; real runs "
                 "are slower: profile with experiments/03_stage_profiling.py to predict them).",
                 f"GPU memory: about {self.memory_gb:.0f} GB (both models' bf16 weights and one query's KV cache)."]
