@@ -137,9 +137,23 @@ def status_short_block() -> str:
     return "\n".join(lines)
 
 
+def _committed_configs() -> list[Path]:
+    """The config.json of every committed run: the ones git tracks; without git (a copy of the files), the runs
+    named after their preset, as scripts/regenerate.py names them (a user's --run-name is not committed)."""
+    import subprocess
+
+    try:
+        listed = subprocess.run(["git", "ls-files", "runs/*/*/config.json"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.split()
+        return sorted(ROOT / name for name in listed)
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(c for c in (ROOT / "runs").glob("*/*/config.json")
+                      if json.loads(c.read_text()).get("preset") == c.parent.name)
+
+
 def _runs() -> list[tuple[str, str, dict, int]]:
     found = []
-    for config in sorted((ROOT / "runs").glob("*/*/config.json")):
+    for config in _committed_configs():
         run = config.parent
         rows = run / "results.jsonl"
         n = sum(1 for line in rows.read_text().splitlines() if line.strip()) if rows.exists() else 0
@@ -176,6 +190,26 @@ def results_block() -> str:
     return "\n".join(out).strip()
 
 
+def help_block(name: str) -> str:
+    """A script's --help as it prints it (80 columns), in a text block."""
+    import contextlib
+    import io
+    import os
+
+    module, out, argv0 = experiment(name), io.StringIO(), sys.argv[0]
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal's width: fixed, so the page is stable
+    sys.argv[0] = f"experiments/{name}.py"  # argparse's prog
+    try:
+        with contextlib.redirect_stdout(out):
+            module.main(["--help"])
+    except SystemExit:
+        pass
+    finally:
+        sys.argv[0] = argv0
+    text = out.getvalue().rstrip()
+    return f"```text\n{text}\n```"
+
+
 BLOCKS = {"presets": presets_block, "experiments": experiments_block, "downloads": downloads_block,
           "plan09": plan09_block, "status": status_block, "status-short": status_short_block,
           "results": results_block}
@@ -188,10 +222,14 @@ def render(text: str, cache: dict, in_docs: bool = False) -> str:
         end = text.find(f"<!-- end generated: {name} -->", match.end())
         if end < 0:
             raise SystemExit(f"error: a generated block '{name}' has no end mark")
-        if name not in BLOCKS:
-            raise SystemExit(f"error: unknown generated block '{name}'; known: {', '.join(BLOCKS)}")
+        if name.startswith("help-") and name[5:] in SCRIPTS:
+            make = functools.partial(help_block, name[5:])
+        elif name in BLOCKS:
+            make = BLOCKS[name]
+        else:
+            raise SystemExit(f"error: unknown generated block '{name}'; known: {', '.join(BLOCKS)}, help-<script>")
         if name not in cache:
-            cache[name] = BLOCKS[name]()
+            cache[name] = make()
         body = cache[name]
         if not in_docs:  # links in a block are written from docs/; the README sees them from the repository root
             body = body.replace("](../", "](").replace("](experiments.md", "](docs/experiments.md")
