@@ -28,9 +28,9 @@ REASONS = ("GPU", "8 GPUs", "hub", "network", "real pair", "vLLM CPU env", "lmms
            "a terminal", "the whole suite", "minutes")
 MARK = re.compile(r"#\s*needs:\s*(?P<why>.+)$")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
-# Numbers the README may print without a measurement: names, not results.
-README_NAMES = {"2604.04929", "0.5B", "1.5B", "2B", "8B", "3.11", "2.0", "0.8", "L12", "12", "9", "09", "10", "13",
-                "200", "2026"}
+# Numbers the README may print without a measurement: names, not results (the arXiv id, model sizes, Python and
+# CUDA versions, the paper's delta and layer, table numbers, "0-based").
+README_NAMES = {"2604.04929", "0.5B", "1.5B", "2B", "8B", "3.11", "13", "0.8", "L12", "0", "9", "10", "12"}
 
 
 def page_id(page: Path) -> str:
