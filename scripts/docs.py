@@ -182,6 +182,28 @@ def status_block() -> str:
     return "\n".join(out)
 
 
+def questions_block() -> str:
+    """The cpu-real preset's benchmarks, each with its module's own description and its scoring."""
+    import sys as _sys
+
+    from mai import cli
+    from mai.benchmarks import get_benchmark
+
+    names = []
+    for name in SCRIPTS:
+        preset = presets_of(name).get("cpu-real")
+        found = list(preset.benchmarks) if isinstance(preset, cli.Preset) else [preset["benchmark"]] if preset else []
+        names += [b for b in found if b not in names]
+    out = ["| benchmark | what it is (its file's description) | scored as |", "|---|---|---|"]
+    for name in names:
+        bench = get_benchmark(name)
+        module = _sys.modules[type(bench).__module__]
+        about = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+        path = module.__name__.replace(".", "/") + ".py"
+        out.append(f"| [`{name}`](../{path}) | {about} | {bench.scoring or bench.metric} |")
+    return "\n".join(out)
+
+
 def results_block() -> str:
     """Every committed cpu-real table (built from the rows under runs/), with its figure."""
     out = []
@@ -215,7 +237,7 @@ def help_block(name: str) -> str:
 
 
 BLOCKS = {"presets": presets_block, "experiments": experiments_block, "downloads": downloads_block,
-          "plan09": plan09_block, "status": status_block, "status-short": status_short_block,
+          "plan09": plan09_block, "questions": questions_block, "status": status_block, "status-short": status_short_block,
           "results": results_block}
 
 
