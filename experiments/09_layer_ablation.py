@@ -2,7 +2,8 @@
 model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus the attention-mass curve
 (Appendix B.7): per layer, the fraction of reasoning tokens that holds delta = 80% of the attention.
 
-    python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE
+    python experiments/09_layer_ablation.py --plan                 # what the paper preset downloads, its GPU time
+    python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE (GPU, hub)
     python experiments/09_layer_ablation.py --layers 10,11,12,13,14
     python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
     python experiments/09_layer_ablation.py --preset cpu-real      # real Qwen2.5-Coder 0.5B -> 1.5B, BIG-bench tasks
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tqdm.auto import tqdm  # noqa: E402
 
-from analysis import table09  # noqa: E402
+from analysis import gpu_estimate, table09  # noqa: E402
 from mai import MaiError, cli, experiment, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
@@ -67,14 +68,15 @@ def main(argv=None):
     p = cli.parser(__doc__, PRESETS)
     p.add_argument("--small", help="the model whose reasoning is ranked by its attention")
     p.add_argument("--large", help="the model that receives the sparse reasoning")
-    p.add_argument("--layers", type=cli.int_list, help="layers (default: all)")
+    p.add_argument("--layers", type=cli.int_list, help="the small model's layers to rank from, 0-based, "
+                   "comma-separated (default: the preset's, else all)")
     p.add_argument("--delta", type=float, default=0.8, help="cumulative attention mass kept (paper: 0.8)")
     p.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation")
     p.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"], help="sink handling")
     p.add_argument("--query", default="answer", choices=["answer", "reasoning_end"], help="query position")
     p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
-    args = cli.parse(p, PRESETS, argv)
+    args = cli.parse(p, PRESETS, argv, estimate=gpu_estimate.layer_ablation_notice)
     if os.environ.get("WANDB_SWEEP_ID") and args.run_name == args.preset:
         # A `wandb agent` step (09_layer_ablation.sweep.yaml): one run directory per (layers, delta), since a
         # run directory with rows refuses another configuration.

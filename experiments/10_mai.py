@@ -13,7 +13,7 @@ boundary; within one MAI query the second stage still extends the first). MAI ru
 variants the paper describes, as two rows: the two-stage answer of Section 5.1 (the small model answers
 again from its KV cache, --verify answer) and the simplified framework (the answer read off the small
 model's reasoning, --verify reasoning); --verify names one to run only it.
-At scale (README, "Running at scale"): --backend vllm serves both models with vLLM (--tensor-parallel N);
+At scale (docs/scaling.md): --backend vllm serves both models with vLLM (--tensor-parallel N);
 --order stage runs each cascade stage as one batch (throughput; a call's times are its batch's divided by
 the batch size); --shard I/N runs one of N shards, merged by `python -m analysis.merge_shards`.
 

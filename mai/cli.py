@@ -123,12 +123,63 @@ def real_pair() -> tuple[str, ...]:
     return tuple(REAL_PAIR)
 
 
+# What each preset is for, in words; its models, benchmarks and example count are read from the experiment's
+# PRESETS when --help or a plan is printed, so a change there shows up with no edit here.
+PRESET_KINDS = {
+    "paper": "the paper's setting, for a GPU: hub checkpoints and lmms-eval datasets",
+    "cpu": "tiny random-weight models, synthetic data, minutes on a CPU (numbers are NOT the paper's)",
+    "cpu-real": "a real instruction-tuned pair, real weights, real text questions, on a CPU",
+    "cpu-smollm2": "the attention-mass curve alone on real SmolLM2-135M weights, on a CPU",
+    "cpu-text": "tiny random-weight text models (Qwen3 + SmolLM2), on a CPU",
+}
+
+
+def preset_summary(name: str, preset) -> str:
+    """'<kind>: models M1, M2; benchmarks B1, B2; N examples each' from a Preset (or a plain dict of one)."""
+    kind = PRESET_KINDS.get(name, "")
+    if isinstance(preset, Preset):
+        models, benchmarks, limit = preset.models, preset.benchmarks, preset.limit
+        if "small" in preset.extra and "large" in preset.extra:
+            models = tuple(m for m in (preset.extra["small"], preset.extra.get("mid"), preset.extra["large"]) if m)
+    else:  # experiments/b5_serving_load.py's presets: the served benchmark and its requests
+        models, benchmarks, limit = (), (preset.get("benchmark"),), preset.get("num_prompts")
+    parts = [kind] if kind else []
+    if models:
+        parts.append("models " + ", ".join(models))
+    if benchmarks:
+        parts.append("benchmarks " + ", ".join(benchmarks))
+    parts.append(f"{limit} examples each" if limit else "every example")
+    return "; ".join(parts)
+
+
+def plan(prog: str, args: argparse.Namespace, presets: dict[str, Preset],
+         estimate: Callable[[argparse.Namespace], list[str]] | None = None) -> list[str]:
+    """What a run will fetch and, for the paper preset, how long it takes on one GPU; then how to run the CPU
+    presets instead. Printed before anything downloads."""
+    from mai.downloads import notice
+
+    models = [m for m in (getattr(args, "small", None), getattr(args, "mid", None), getattr(args, "large", None)) if m]
+    lines = [f"{prog} --preset {args.preset}: {PRESET_KINDS.get(args.preset, args.preset)}."]
+    lines += notice(models or args.models, args.benchmarks, args.data_files, args.limit) or [
+        "It downloads nothing from the Hugging Face hub."]
+    if estimate is not None:
+        lines += estimate(args)
+    others = [name for name in sorted(presets) if name != args.preset and name.startswith("cpu")]
+    if others and args.preset == "paper":
+        lines.append("To run on a CPU instead:")
+        lines += [f"  --preset {name}: {preset_summary(name, presets[name])}" for name in others]
+        script = f"experiments/{prog}" if prog.endswith(".py") else prog
+        lines.append(f"  e.g. python {script} --preset {others[0]} --limit 1")
+    return lines
+
+
 def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p = _Parser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(presets), default="paper",
-                   help="paper: hub checkpoints and datasets (default); cpu: tiny random models, synthetic "
-                        "data, minutes on a CPU (numbers are NOT the paper's); cpu-real: real Qwen2.5-Coder "
-                        "0.5B/1.5B-Instruct weights on real BIG-bench tasks, on a CPU")
+                   help="(default: %(default)s) " + "; ".join(f"{name}: {preset_summary(name, presets[name])}"
+                                                          for name in sorted(presets)))
+    p.add_argument("--plan", action="store_true", help="say what the run would download (models, datasets, "
+                   "sizes) and, for the paper preset, how long it takes on one GPU; then stop")
     p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths, real "
                    f"checkpoints ({', '.join(real_pair())}) or random-weight architectures, by family: "
                    f"{architecture_names()}; two name the small and the large model of a pair")
@@ -168,9 +219,11 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     return p
 
 
-def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> argparse.Namespace:
+def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None,
+          estimate: Callable[[argparse.Namespace], list[str]] | None = None) -> argparse.Namespace:
     """Parse, fill every flag the user left out from the chosen preset, then check them all (check_args):
-    a mistake stops the run here, before any model or dataset loads."""
+    a mistake stops the run here, before any model or dataset loads. Then, before anything downloads, say what
+    will (mai.downloads; `estimate` adds the experiment's GPU time); with --plan, say it and stop."""
     args = p.parse_args(argv)
     for name, value in vars(args).items():  # --benchmarks , is an empty list given, not "the preset's"
         if value == []:
@@ -193,6 +246,11 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None) -> 
     args.run_name = args.run_name or args.preset
     args.data_files = _data_files(args.data_files)
     check_args(args)
+    if args.plan or args.preset == "paper":
+        print("\n".join(plan(p.prog, args, presets, estimate)), file=sys.stdout if args.plan else sys.stderr,
+              flush=True)
+        if args.plan:
+            sys.exit(0)
     if args.threads:
         import torch
 

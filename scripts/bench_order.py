@@ -10,7 +10,7 @@ starts. The two orders alternate --repeats times and the fastest pass of each is
 be shared: a pass slowed by someone else's load is not the order's cost). Prints both wall times, their
 ratio and whether every trace (route, answer, every call's text and token counts) is identical in every
 pass, and writes them with what produced them to --json (default runs/bench/order.<preset>.<transfer>.json):
-the README quotes its ratios from there.
+docs/measurements.md quotes its ratios from there.
 """
 from __future__ import annotations
 

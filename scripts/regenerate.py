@@ -6,7 +6,7 @@
 Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows; for cpu-real, Table 10's
 batch-1 latency sample, 10_mai-latency, before Table 10 itself) with the preset's own settings, each as `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
 paper_tables/ and figures/ (a script run without --report-dir writes them into its run's report/ instead); every script resumes, so a killed regeneration continues where it stopped. Each script's wall time
-goes to runs/regenerate.<preset>.json (the README quotes it); `--only 10_mai,12_speculative_decoding` runs a
+goes to runs/regenerate.<preset>.json (docs/measurements.md quotes it); `--only 10_mai,12_speculative_decoding` runs a
 subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""vLLM's CPU engines get a memory split that fits the machine (mai/vllm_cpu_memory.py), and the README's command
-for the CPU engine runs as a user types it: without the test environment's VLLM_* variables."""
+"""vLLM's CPU engines get a memory split that fits the machine (mai/vllm_cpu_memory.py), and the command of
+docs/vllm-cpu.md for the CPU engine runs as a user types it: without the test environment's VLLM_* variables."""
 import json
 import os
 import re
@@ -65,8 +65,8 @@ def test_kvcache_space_in_the_environment_is_left_to_vllm(monkeypatch):
 
 
 def readme_command() -> list[str]:
-    """The README's command line for vLLM's CPU engine running 10_mai.py, as written there."""
-    text = (REPO / "README.md").read_text()
+    """The command line of docs/vllm-cpu.md for vLLM's CPU engine running 10_mai.py, as written there."""
+    text = (REPO / "docs" / "vllm-cpu.md").read_text()
     lines = re.findall(r"^\.venv-vllm/bin/python experiments/10_mai\.py [^\n]*$", text, flags=re.M)
     assert len(lines) == 1, lines
     return lines[0].split()
