@@ -440,7 +440,8 @@ def build(runs: Path, run_name: str, report_dir) -> dict:
               " (H100); ours are the runs named in each row.")
     tables = report.write_table(df, report_dir, NAME, config, note, "The paper's claims beside our measurements")
     figure = plot(claims, benches, report.figure_path(report_dir, NAME, config), config, described, note)
-    return dict(tables=tables, figures=[figure], markdown=tables[0].read_text(), frame=df, claims=claims)
+    return dict(tables=tables, figures=[figure], markdown=tables[0].read_text(), frame=df, claims=claims,
+                readme=readme_summary(claims, benches, config))
 
 
 VERDICT_MARKERS = {HOLDS: "o", NOT: "X", UNSURE: "s"}
@@ -502,14 +503,26 @@ def plot(claims: list[Claim], benches: list[str], path: Path, config: dict, desc
 README_MARKS = ("<!-- claims table: python -m analysis.claims --readme -->", "<!-- end of claims table -->")
 
 
-def update_readme(readme: Path, markdown: str) -> None:
-    """Put the table (without its heading) between the README's two marks, so the README's copy is rebuilt
-    from the runs like every other table, never typed."""
+def readme_summary(claims: list[Claim], benches: list[str], config: dict) -> str:
+    """The README's short form of the table, one line a claim: its verdicts over the tasks, then each task's
+    estimate, interval and n (the full table and the figure carry the rest)."""
+    tasks = ", ".join(benches)
+    lines = [f"What the committed `{config.get('preset')}` runs say ({tasks}; each verdict follows its 95% "
+             "interval, 'cannot tell' where it crosses the paper's bound; the full table: "
+             f"[paper_tables/claims.{config.get('preset')}.md](paper_tables/claims.{config.get('preset')}.md)):", ""]
+    for c in claims:
+        cells = "; ".join(f"{b}: {c.cells[b].text}" for b in benches if b in c.cells) or "not measured"
+        lines.append(f"- **{c.title}** (paper: {c.paper}): {summary(c.cells)}. {cells}.")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, body: str) -> None:
+    """Put the claims' short form between the README's two marks, so the README's copy is rebuilt from the
+    runs like every other table, never typed."""
     text = readme.read_text()
     start, end = README_MARKS
     if start not in text or end not in text:
         raise SystemExit(f"error: {readme} lacks the marks {start} ... {end}")
-    body = markdown.split("\n", 2)[2].strip()  # drop the '# caption' line and the blank after it
     head, rest = text.split(start, 1)
     text = head + start + "\n" + body + "\n" + end + rest.split(end, 1)[1]
     readme.write_text(text)
@@ -525,7 +538,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     out = build(Path(args.runs), args.preset, args.report_dir or Path(args.runs) / "claims" / args.preset)
     if args.readme:
-        update_readme(Path(__file__).resolve().parent.parent / "README.md", out["markdown"])
+        update_readme(Path(__file__).resolve().parent.parent / "README.md", out["readme"])
     print(out["markdown"])
 
 

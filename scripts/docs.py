@@ -133,7 +133,7 @@ def status_short_block() -> str:
         prov = config.get("provenance", {})
         device = prov.get("gpu") or f"a CPU ({prov.get('cpu_count', '?')} cores)"
         by.setdefault((config.get("preset"), device), []).append(exp.split("_")[0])
-    parts = [f"`{preset}` on {device}: experiments {', '.join(sorted(exps))}" for (preset, device), exps in sorted(by.items())]
+    parts = [f"`{preset}` on {device}: experiments {', '.join(sorted(set(exps)))}" for (preset, device), exps in sorted(by.items())]
     lines = [f"- **Has run** (committed under `runs/`): {'; '.join(parts) or 'nothing'}."]
     if "paper" not in {preset for preset, _ in by}:
         lines.append("- **Has not run:** the paper's Qwen3-VL models on a GPU (`--preset paper`, the default): no run of "

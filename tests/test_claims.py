@@ -215,8 +215,8 @@ def test_readme_copy_is_replaced_between_its_marks(tmp_path):
     readme = tmp_path / "README.md"
     start, end = claims.README_MARKS
     readme.write_text(f"intro\n{start}\nold table\n{end}\noutro\n")
-    claims.update_readme(readme, "# caption\n\nProduced by ...\n\n| a |\n|---|\n| 1 |\n")
-    assert readme.read_text() == f"intro\n{start}\nProduced by ...\n\n| a |\n|---|\n| 1 |\n{end}\noutro\n"
+    claims.update_readme(readme, "- **a claim**: holds.")
+    assert readme.read_text() == f"intro\n{start}\n- **a claim**: holds.\n{end}\noutro\n"
     readme.write_text("no marks\n")
     with pytest.raises(SystemExit, match="lacks the marks"):
         claims.update_readme(readme, "# c\n\nx\n")
@@ -247,3 +247,14 @@ def test_a_stage_major_run_reads_its_speedup_from_the_batch_1_sample(tmp_path):
     mai = merged[merged.kind == "MAI"].iloc[0]
     assert mai.latency_n == 10 and mai.latency_median_s == 2.0 and abs(mai.latency_s - 4.8) < 1e-9
     assert abs(mai.speedup_vs_R - 10 / 4.8) < 1e-9 and mai.speedup_vs_R_median == 5.0
+
+
+def test_the_readme_summary_gives_each_claim_its_verdicts_and_n(tmp_path):
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", _table10_rows(n=40, simple=40, reasoning=0))
+    out = claims.build(tmp_path / "runs", "cpu-real", tmp_path)
+    lines = [line for line in out["readme"].splitlines() if line.startswith("- **")]
+    assert len(lines) == len(out["claims"])
+    agree = next(line for line in lines if "agree on Simple answers" in line)
+    assert "holds on 1, does not hold on 0, cannot tell on 0 of 1 tasks" in agree
+    assert "synth-pope: 100% [91-100], n=40: holds" in agree
+    assert "[paper_tables/claims.cpu-real.md](paper_tables/claims.cpu-real.md)" in out["readme"]

@@ -19,10 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MEASUREMENTS = ROOT / "docs" / "measurements.md"
 # Files another change adds (the change that adds it): a link to one passes while it is missing.
-PENDING = {
-    "figures/claims.cpu-real.png": "issue 28: python -m analysis.claims --preset cpu-real draws it",
-    "docs/serving-limits.md": "issue 30: the serving limits page",
-}
+PENDING: dict[str, str] = {}
 # Why a command is not run here: the first words after '# needs:' (comma-separated reasons).
 REASONS = ("GPU", "8 GPUs", "hub", "network", "real pair", "vLLM CPU env", "lmms-eval extra", "local checkpoints",
            "a terminal", "the whole suite", "minutes")
