@@ -3,7 +3,7 @@
 
     python experiments/01_tokens_vs_accuracy.py                  # paper: reuses or runs Table 7's run
     python experiments/01_tokens_vs_accuracy.py --preset cpu     # tiny random models, synthetic data
-    python experiments/01_tokens_vs_accuracy.py --preset cpu-real   # real Qwen2.5-Coder pair, BIG-bench tasks
+    python experiments/01_tokens_vs_accuracy.py --preset cpu-real   # real Qwen2.5-Coder pair, shipped BBH tasks and GSM8K
 
 The points are Table 7's: this script runs experiments/07_prompt_modes.py with the same flags (which
 resumes, so rows that exist are reused and no model is loaded for them), then draws the figure to

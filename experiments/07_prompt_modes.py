@@ -3,7 +3,7 @@ Think (R) prompt, on ChartQA, POPE, InfoVQA, RealWorldQA and MMBench.
 
     python experiments/07_prompt_modes.py                  # the paper's setting (GPU, hub access)
     python experiments/07_prompt_modes.py --preset cpu     # tiny random models, synthetic data, CPU
-    python experiments/07_prompt_modes.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, BIG-bench tasks, CPU
+    python experiments/07_prompt_modes.py --preset cpu-real   # real Qwen2.5-Coder 0.5B/1.5B, shipped BBH + GSM8K, CPU
 
 Writes runs/07_prompt_modes/<run>/{config.json,results.jsonl}, and into its report/ (or --report-dir)
 paper_tables/table7_prompt_modes*.{md,tex} and figures/table7_prompt_modes*.png. Running the same command again resumes.

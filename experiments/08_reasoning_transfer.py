@@ -5,7 +5,7 @@ sparse transfer MAI uses; the cpu-real preset runs both, on Table 10's questions
 
     python experiments/08_reasoning_transfer.py                  # paper: Qwen3-VL 2B, 4B, 8B; GPU, hub
     python experiments/08_reasoning_transfer.py --preset cpu     # tiny random models, synthetic data
-    python experiments/08_reasoning_transfer.py --preset cpu-real   # real 0.5B -> 1.5B, BIG-bench tasks
+    python experiments/08_reasoning_transfer.py --preset cpu-real   # real 0.5B -> 1.5B, shipped BBH + GSM8K
 
 Writes runs/08_reasoning_transfer/<run>/, and into its report/ (or --report-dir)
 paper_tables/table8_reasoning_transfer*.{md,tex} and figures/table8_reasoning_transfer*.png; resumes.

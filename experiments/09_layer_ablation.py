@@ -6,7 +6,7 @@ model's Simple answer, on POPE: accuracy and mean kept tokens per layer; plus th
     python experiments/09_layer_ablation.py                        # paper: Qwen3-VL 2B -> 8B on POPE (GPU, hub)
     python experiments/09_layer_ablation.py --layers 10,11,12,13,14
     python experiments/09_layer_ablation.py --preset cpu           # tiny random models, synth-pope
-    python experiments/09_layer_ablation.py --preset cpu-real      # real Qwen2.5-Coder 0.5B -> 1.5B, BIG-bench tasks
+    python experiments/09_layer_ablation.py --preset cpu-real      # real Qwen2.5-Coder 0.5B -> 1.5B, shipped BBH + GSM8K
     python experiments/09_layer_ablation.py --preset cpu-smollm2   # real SmolLM2-135M weights (Q4_1): the curve alone
     wandb sweep experiments/09_layer_ablation.sweep.yaml           # layer x delta as a W&B sweep (cpu preset)
 

@@ -4,7 +4,7 @@ mean tokens per model, latency per query and speedup over 8B-R.
     python experiments/10_mai.py                                   # paper: Qwen3-VL 2B + 8B, GPU, hub
     python experiments/10_mai.py --transfer sparse --sparse-layer 12 --delta 0.8
     python experiments/10_mai.py --preset cpu                      # tiny random models, synthetic data
-    python experiments/10_mai.py --preset cpu-real                 # real Qwen2.5-Coder 0.5B + 1.5B, BIG-bench
+    python experiments/10_mai.py --preset cpu-real                 # real Qwen2.5-Coder 0.5B + 1.5B, BBH + GSM8K
     python experiments/10_mai.py --verify reasoning                # only the simplified framework's MAI row
 
 Each system answers every example on its own (latency per query at batch size 1, the paper's setting),

@@ -2,7 +2,7 @@
 served the same way with the Simple and with the Think prompt.
 
     python experiments/b5_serving_load.py --preset cpu        # tiny random Qwen3-VL pair: the machinery
-    python experiments/b5_serving_load.py --preset cpu-real   # Qwen2.5-Coder 0.5B + 1.5B, BIG-bench StrategyQA
+    python experiments/b5_serving_load.py --preset cpu-real   # Qwen2.5-Coder 0.5B + 1.5B, BBH sports_understanding
     python experiments/b5_serving_load.py --preset cpu-real --rates 0.1,inf --num-prompts 6
 
 For each served system (--systems: MAI, large-S, large-R) this script
@@ -76,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                    help="cpu: tiny random-weight Qwen3-VL pair, synthetic questions (machinery only); cpu-real: "
-                        "Qwen2.5-Coder 0.5B + 1.5B Instruct, real weights, BIG-bench StrategyQA questions")
+                        "Qwen2.5-Coder 0.5B + 1.5B Instruct, real weights, BBH sports_understanding questions (shipped)")
     p.add_argument("--systems", type=cli.csv_list, default=list(SYSTEMS), help=f"subset of {', '.join(SYSTEMS)}")
     p.add_argument("--rates", type=rate_list, help="request rates (requests/s), comma-separated; inf = all at once")
     p.add_argument("--num-prompts", type=int, help="requests per rate (default: the preset's)")

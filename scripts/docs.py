@@ -167,15 +167,16 @@ def _runs() -> list[tuple[str, str, dict, int]]:
 
 def status_block() -> str:
     """What has run where: every committed run directory, read from its config.json."""
-    out = ["| experiment | preset | models | device | rows | code at commit |", "|---|---|---|---|---|---|"]
+    out = ["| experiment | run | preset | split | models | device | rows | code at commit |",
+           "|---|---|---|---|---|---|---|---|"]
     presets = set()
     for exp, run, config, n in _runs():
         prov = config.get("provenance", {})
         device = prov.get("gpu") or f"CPU ({prov.get('cpu_count', '?')} cores)"
         models = config.get("models") or [m for m in (config.get("small"), config.get("large")) if m]
         presets.add(config.get("preset"))
-        out.append(f"| {exp} | `{config.get('preset')}` | {', '.join(models) or '-'} | {device} | {n} | "
-                   f"`{str(prov.get('git_commit', '?'))[:7]}` |")
+        out.append(f"| {exp} | `{run}` | `{config.get('preset')}` | {config.get('split') or '-'} | "
+                   f"{', '.join(models) or '-'} | {device} | {n} | `{str(prov.get('git_commit', '?'))[:7]}` |")
     if "paper" not in presets:
         out += ["", "No run of the `paper` preset (Qwen3-VL 2B/4B/8B on a GPU) is committed: the paper's models have "
                 "not been run by this project yet."]
