@@ -184,9 +184,9 @@ def references(args, questions: list[str]) -> list[str]:
     from mai.cascade import Cascade
     from mai.data import Example
     from mai.evaluate import cascade_system
-    from mai.serving import server
+    from mai.serving import server as mai_server  # not `server`: this file's Popen handles are named so
 
-    served = server.parse(["--preset", args.preset, "--backend", args.backend, *args.server_arg])
+    served = mai_server.parse(["--preset", args.preset, "--backend", args.backend, *args.server_arg])
     served.backend = "hf" if args.backend == "transformers" else "vllm"
     served.max_model_len = served.max_model_len or 16384
     config = cli.cascade_config(served)

@@ -152,7 +152,8 @@ def parquet_mmbench(tmp_path):
 
 def test_registry_matches_lmms_eval_settings():
     assert list(BENCHMARKS) == ["chartqa", "pope", "infovqa", "realworldqa", "mmbench", "synth-chartqa", "synth-pope",
-                                "strategyqa", "object_counting", "date_understanding"]
+                                "strategyqa", "object_counting", "date_understanding", "bbh_sports_understanding",
+                                "bbh_object_counting", "bbh_date_understanding", "gsm8k"]
     short = "\nAnswer the question using a single word or phrase."
     expect = {
         # chartqa.yaml at 75571cfe: its own post-prompt, not the other tasks' one

@@ -416,7 +416,10 @@ def test_benchmark_metrics():
         "realworldqa": ("exact", "exact_match"), "mmbench": ("option", "circular_accuracy"),
         "synth-chartqa": ("relaxed", "relaxed_accuracy"), "synth-pope": ("pope", "accuracy"),
         "strategyqa": ("exact", "exact_match"), "object_counting": ("exact", "exact_match"),
-        "date_understanding": ("option", "exact_match")}
+        "date_understanding": ("option", "exact_match"),
+        "bbh_sports_understanding": ("exact", "cot_flexible_extract"),
+        "bbh_object_counting": ("exact", "cot_flexible_extract"),
+        "bbh_date_understanding": ("option", "cot_flexible_extract"), "gsm8k": ("exact", "flexible_extract")}
 
 
 def test_unknown_agreement_rule():

@@ -162,9 +162,7 @@ class Budget:
             return plan + [("large transfer", "large", "transfer", simple)]
         if s.name == "full-RT":
             return [("small Think", "small", "think", think), ("large transfer", "large", "transfer", simple)]
-        from mai.serving.system import BASELINES
-
-        role, mode = BASELINES[s.name]
+        role, mode = s.baseline
         return [(f"{role} {mode.capitalize()}", role, mode, s.answer_cap(max_tokens))]
 
     def quick_check(self, question: str, max_tokens: int | None = None) -> None:

@@ -180,11 +180,16 @@ class ServedSystem:
             trace = Trace("transfer", final.text, b.extract(final.text), calls, time.perf_counter() - t0)
             trace.reasoning_tokens = thought.content_tokens
             return trace
-        role, mode = BASELINES[self.name]  # mai.evaluate.model_system
+        role, mode = self.baseline  # mai.evaluate.model_system
         gen = self.small if role == "small" else self.large
         result = gen.generate(Request(**ask, mode=mode, max_new_tokens=self.answer_cap(max_tokens)))
         calls = [Call(role, names[role], mode, result.summary())]
         return Trace(self.name, result.text, b.extract(result.text), calls, time.perf_counter() - t0)
+
+    @property
+    def baseline(self) -> tuple[str, str]:
+        """A single-model baseline's (role, prompt mode), e.g. large-R's ("large", "think")."""
+        return BASELINES[self.name]
 
     def finish_reason(self, trace: Trace, max_tokens: int | None = None) -> str:
         """'length' when the returned call used its whole token limit, else 'stop'."""
