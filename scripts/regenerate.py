@@ -1,6 +1,6 @@
 """Regenerate every table and figure of one preset, timing each script, then the claims table and figure.
 
-    .venv/bin/python scripts/regenerate.py --preset cpu-real     # the real pair on BIG-bench (bash scripts/setup.sh --real)
+    .venv/bin/python scripts/regenerate.py --preset cpu-real     # the real pair on the shipped BBH + GSM8K (setup.sh --real)
     .venv/bin/python scripts/regenerate.py --preset cpu          # random weights, synthetic data (the machinery)
 
 Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows; for cpu-real, Table 10's
