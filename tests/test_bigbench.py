@@ -35,7 +35,7 @@ STRATEGYQA = {"name": "strategyqa", "preferred_score": "multiple_choice_grade", 
     {"input": "Do hamsters provide food for any animals?", "target_scores": {"Yes": 1, "No": 0},
      "target": "Yes. Hamsters are prey animals. Prey animals provide food for predators. "},
 ]}
-# the repository ships these three (the README's first command reads them: mai/assets/README.md)
+# the repository ships these three (mai/assets/README.md); the archive's task files are history-only now
 OBJECT_COUNTING = json.loads((Path(__file__).resolve().parent.parent / "mai" / "assets" / "bigbench" /
                               "object_counting.json").read_text())
 DATE_UNDERSTANDING = {"name": "date_understanding", "preferred_score": "multiple_choice_grade", "examples": [
