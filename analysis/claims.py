@@ -484,6 +484,8 @@ def plot(claims: list[Claim], benches: list[str], path: Path, config: dict, desc
             span = [v for x in c.cells.values() for v in (x.lo, x.hi, x.estimate) if v == v] + [b.lo or 1.0]
             if min(span) > 0 and max(span) / min(span) > 10:
                 style.log_axis(ax, "y")
+        if not c.cells:  # the run has no rows of the systems this claim compares yet
+            ax.text(0.5, 0.5, "not measured yet", transform=ax.transAxes, ha="center", va="center", color="0.4")
         ax.set_title("\n".join(textwrap.wrap(c.title, 40)), fontsize=9)
     order = ["the paper's bound", "the paper's band", HOLDS, NOT, UNSURE]
     seen = {}
@@ -511,8 +513,9 @@ def readme_summary(claims: list[Claim], benches: list[str], config: dict) -> str
              "interval, 'cannot tell' where it crosses the paper's bound; the full table: "
              f"[paper_tables/claims.{config.get('preset')}.md](paper_tables/claims.{config.get('preset')}.md)):", ""]
     for c in claims:
-        cells = "; ".join(f"{b}: {c.cells[b].text}" for b in benches if b in c.cells) or "not measured"
-        lines.append(f"- **{c.title}** (paper: {c.paper}): {summary(c.cells)}. {cells}.")
+        cells = "; ".join(f"{b}: {c.cells[b].text}" for b in benches if b in c.cells)
+        lines.append(f"- **{c.title}** (paper: {c.paper}): " + (f"{summary(c.cells)}. {cells}." if cells else
+                                                                 "not measured yet (no rows of the systems it compares)."))
     return "\n".join(lines)
 
 

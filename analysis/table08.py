@@ -7,6 +7,7 @@ from __future__ import annotations
 import seaborn as sns
 
 from analysis import report, style
+from analysis.table10 import same_examples
 
 NAME = "table8_reasoning_transfer"
 ORDER = ("small-R", "mid-S", "large-S", "transfer", "sparse transfer")
@@ -15,6 +16,13 @@ ORDER = ("small-R", "mid-S", "large-S", "transfer", "sparse transfer")
 def build(run_dir, report_dir) -> dict:
     config, rows, described = report.load_run(run_dir)
     note = report.provenance_note(config, described, rows)
+    # Every system over the same questions (a run still going, or an example that failed somewhere, leaves
+    # some out of all), so that a gain over large-S compares answers to the same questions.
+    rows, excluded = same_examples(rows)
+    if any(excluded.values()):
+        note += (" Every system over the same examples: " + ", ".join(f"{b} {n} excluded" for b, n in
+                                                                      sorted(excluded.items()) if n)
+                 + " (answered by some systems only).")
     df = report.summarize(rows, by=("benchmark", "system", "kind"),
                           means=(("small_tokens", "small_output_tokens"), ("large_tokens", "large_output_tokens"),
                                  ("latency_s", "latency")),
