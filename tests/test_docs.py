@@ -22,7 +22,7 @@ MEASUREMENTS = ROOT / "docs" / "measurements.md"
 PENDING: dict[str, str] = {}
 # Why a command is not run here: the first words after '# needs:' (comma-separated reasons).
 REASONS = ("GPU", "8 GPUs", "hub", "network", "real pair", "vLLM CPU env", "lmms-eval extra", "local checkpoints",
-           "a terminal", "the whole suite", "minutes")
+           "a terminal", "the whole suite", "minutes", "a git checkout")
 MARK = re.compile(r"#\s*needs:\s*(?P<why>.+)$")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 # Numbers the README may print without a measurement: names, not results (the arXiv id, model sizes, Python and
@@ -51,14 +51,7 @@ def blocks(text: str):
 
 def prose(text: str) -> str:
     """The page without its fenced blocks and inline code (where links and numbers are not prose)."""
-    kept, inside = [], False
-    for line in text.splitlines():
-        if FENCE.match(line) or (inside and line.strip() == "```"):
-            inside = not inside
-            continue
-        if not inside:
-            kept.append(line)
-    return re.sub(r"`[^`]*`", "", "\n".join(kept))
+    return re.sub(r"`[^`]*`", "", prose_keep_code(text))
 
 
 def slug(heading: str) -> str:
