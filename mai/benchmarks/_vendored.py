@@ -44,10 +44,14 @@ def read_checked(folder: str, name: str) -> bytes:
     return data
 
 
-def split_indices(n: int, split: str, dev_size: int = DEV_SIZE) -> list[int]:
-    """The sorted indices of ``split`` among n examples: dev a seeded sample of dev_size, test the rest."""
+def check_split(split: str) -> None:
     if split not in SPLITS:
         raise MaiError(f"unknown split {split!r}; choose from: {', '.join(SPLITS)}")
+
+
+def split_indices(n: int, split: str, dev_size: int = DEV_SIZE) -> list[int]:
+    """The sorted indices of ``split`` among n examples: dev a seeded sample of dev_size, test the rest."""
+    check_split(split)
     dev = set(random.Random(SPLIT_SEED).sample(range(n), dev_size))
     return sorted(dev) if split == "dev" else [k for k in range(n) if k not in dev]
 

@@ -19,7 +19,7 @@ import re
 from mai.answers import Matcher
 from mai.benchmarks import register
 from mai.benchmarks._bbh import FALLBACK, regex_filter
-from mai.benchmarks._vendored import DEV_SIZE, VendoredBenchmark, read_checked, split_indices
+from mai.benchmarks._vendored import DEV_SIZE, VendoredBenchmark, check_split, read_checked, split_indices
 from mai.data import as_list
 from mai.metrics import lmms_eval_response, mean
 
@@ -81,7 +81,7 @@ class GSM8K(VendoredBenchmark):
         if split == "dev":
             lines = read_checked(self.asset_folder, "train.jsonl").decode().splitlines()
             return [(k, json.loads(lines[k])) for k in split_indices(len(lines), "dev", DEV_SIZE)]
-        split_indices(1, split, 0)  # the split's name is checked as everywhere
+        check_split(split)
         lines = read_checked(self.asset_folder, "test.jsonl").decode().splitlines()
         return [(k, json.loads(line)) for k, line in enumerate(lines)]
 
