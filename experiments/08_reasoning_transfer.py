@@ -34,13 +34,14 @@ PRESETS = {
                       extra=dict(small="tiny-small", mid="", large="tiny-large", think_tokens=32, simple_tokens=8,
                                  max_pixels=128 * 128)),
     # No middle model: the real pair is two sizes of one family. Full and sparse transfer, on the questions and with
-    # the settings of Table 10 (mai.cli REAL_*), stage-major.
+    # the settings of Table 10 (mai.cli REAL_*), stage-major; Table 10's run computes the same 1.5B-S, 0.5B-R and
+    # full-transfer batches, and whichever script runs one first, the other copies it (mai.reuse).
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table8"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], mid="", large=cli.REAL_MODELS[1],
                                       think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
                                       think_prompt=cli.REAL_THINK_PROMPT, sparse_layer=cli.REAL_SPARSE_LAYER,
                                       delta=cli.REAL_DELTA, order="stage", batch_size=cli.REAL_BATCH_SIZE,
-                                      threads=cli.REAL_BATCH_THREADS)),
+                                      threads=cli.REAL_BATCH_THREADS, reuse_from="10_mai")),
 }
 
 
@@ -58,6 +59,7 @@ def main(argv=None):
     p.add_argument("--order", choices=cli.ORDERS, help="example: one question at a time (default); stage: each "
                    "system over the questions in batches of --batch-size (throughput: times are batch shares)")
     p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
+    cli.add_reuse_flag(p)
     args = cli.parse(p, PRESETS, argv)
     args.delta, args.batch_size = args.delta or 0.8, args.batch_size or 16
     args.models = [m for m in (args.small, args.mid, args.large) if m]
@@ -91,7 +93,8 @@ def main(argv=None):
                         sparse_transfer_system(cascade, think, simple),
                         sparse_transfer_batch_system(cascade, think, simple)))
     if args.order == "stage":
-        run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems")
+        run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems",
+                                reuse_from=cli.reuse_dir(args))
     else:
         run_systems(store, [(fields, one) for fields, one, _ in systems], examples, desc="systems")
 

@@ -47,6 +47,7 @@ from mai.evaluate import (
 )
 from mai.generation import Request, Result
 from mai.results import RunStore, row_key
+from mai.reuse import copy_batches
 
 # A row whose batch raised and was rerun alone at batch size 1 (example order) carries this under
 # "fallback", so a table can count (or drop) the rows whose times are not batch shares. A single call
@@ -203,15 +204,21 @@ def cascade_batch_system(cascade: Cascade, simple_tokens: int | None = None) -> 
 
 
 def run_systems_stage_major(store: RunStore, systems: list[tuple[dict, System, BatchSystem]],
-                            examples: Iterable[Example], chunk: int | None = None, desc: str = "") -> int:
+                            examples: Iterable[Example], chunk: int | None = None, desc: str = "",
+                            reuse_from: str | None = None) -> int:
     """mai.evaluate.run_systems in stage order: per system, its pending examples in chunks of `chunk`
     (all at once when None), each chunk one batched run, its rows written when it completes (a resumed
     run skips finished rows). An unreadable example becomes an error row before the batch; a batch that
     raises is rerun one example at a time (the system's batch-1 function) to isolate the failing one.
-    Returns how many rows were written."""
+    With `reuse_from` (another run's directory), each system first copies the whole batches that run
+    finished under the same settings (mai.reuse). Returns how many rows were written."""
     examples = list(examples)
     written = 0
     for fields, one, many in systems:
+        copied = copy_batches(store, reuse_from, fields, examples, chunk or len(examples) or 1)
+        if copied:
+            print(f"{desc} {fields['system']}: {copied} rows copied from {reuse_from}", flush=True)
+        written += copied
         todo = [ex for ex in examples if not store.done(row_key(ex.id, *fields.values()))]
         size = chunk or len(todo) or 1
         for start in tqdm(range(0, len(todo), size), desc=f"{desc} {'/'.join(map(str, fields.values()))}",

@@ -551,6 +551,23 @@ def add_scale_flags(p: argparse.ArgumentParser) -> None:
                    help="vllm: no CUDA graphs or compilation (starts faster, decodes slower)")
 
 
+def add_reuse_flag(p: argparse.ArgumentParser) -> None:
+    """--reuse-from: copy the batches another run already computed with the same settings (mai.reuse)."""
+    p.add_argument("--reuse-from", metavar="RUN", help="--order stage: before computing a system, copy the whole "
+                   "batches of it that RUN finished under the same settings (mai.reuse: equal models, generation "
+                   "settings, examples and batch size); RUN is a run directory, or an experiment name for its run "
+                   "of the same --run-name under --out (default: the preset's)")
+
+
+def reuse_dir(args: argparse.Namespace) -> str | None:
+    """The run directory --reuse-from names (None without it)."""
+    if not args.reuse_from:
+        return None
+    given = Path(args.reuse_from)
+    return str(given if (given / "config.json").exists() or "/" in args.reuse_from
+               else Path(args.out) / args.reuse_from / args.run_name)
+
+
 def parse_shard(text: str | None) -> tuple[int, int]:
     """'I/N' -> (I, N) with 0 <= I < N; None -> (0, 1)."""
     if text is None:

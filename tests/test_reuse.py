@@ -1,0 +1,69 @@
+"""mai.reuse: Table 10 and Table 8 share their baseline rows (--reuse-from), only whole batches, only when the
+settings that decide the calls are equal, and a copied row is the row the script would have computed."""
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from mai.results import RunStore, read_rows, row_key
+from mai.reuse import copy_batches
+
+TINY = ["--preset", "cpu", "--limit", "2", "--think-tokens", "5", "--simple-tokens", "3", "--wandb", "disabled",
+        "--order", "stage", "--batch-size", "3"]
+SHARED = {"large-S", "small-R", "transfer", "Full RT"}
+
+
+def _by_kind(run: Path) -> dict:
+    return {(r["example_id"], "transfer" if r["kind"] == "Full RT" else r["kind"]): r
+            for r in read_rows(run) if r["kind"] in SHARED}
+
+
+def test_table8_copies_table10s_batches_and_they_are_the_rows_it_computes(tmp_path, experiment, capsys):
+    out = tmp_path / "runs"
+    experiment("10_mai").main(TINY + ["--out", str(out), "--answer-tokens", "3", "--systems", "large-S,small-R,Full RT",
+                                      "--run-name", "donor"])
+    t08 = experiment("08_reasoning_transfer")
+    t08.main(TINY + ["--out", str(out), "--run-name", "donor", "--reuse-from", "10_mai"])  # the same run name
+    t08.main(TINY + ["--out", str(out), "--run-name", "computed"])
+    donor = _by_kind(out / "10_mai/donor")
+    copied, computed = _by_kind(out / "08_reasoning_transfer/donor"), _by_kind(out / "08_reasoning_transfer/computed")
+    assert len(donor) == 3 * 4 and copied.keys() == donor.keys() == computed.keys()
+    assert all(r["reused_from"].startswith(str(out / "10_mai/donor")) for r in copied.values())
+    assert not any("reused_from" in r for r in computed.values())
+    for key, row in copied.items():
+        assert row["prediction"] == donor[key]["prediction"] == computed[key]["prediction"], key
+        assert row["key"] == computed[key]["key"] and row["system"] == computed[key]["system"]
+    said = capsys.readouterr().out
+    assert all(f"{n} rows copied" in said for n in (4,)) and said.count("rows copied") == 3  # per system
+    t08.main(TINY + ["--out", str(out), "--run-name", "other", "--reuse-from", str(out / "10_mai/donor"),
+                     "--think-tokens", "4"])
+    assert "not reusing" in (said := capsys.readouterr().out) and "think_tokens differs" in said
+    assert not any("reused_from" in r for r in read_rows(out / "08_reasoning_transfer/other"))
+
+
+def _store(path: Path, config: dict) -> RunStore:
+    return RunStore(path.parent, "", path.name, config)
+
+
+def test_only_whole_batches_with_equal_settings_are_copied(tmp_path):
+    config = {"small": "s", "large": "l", "order": "stage", "batch_size": 2, "limit": 4}
+    examples = [SimpleNamespace(id=f"q{i}") for i in range(5)]
+    donor = _store(tmp_path / "donor", config)
+    for i in (0, 1, 2, 4):  # the second batch (q2, q3) is incomplete; the third is q4 alone
+        donor.append({"key": row_key(f"q{i}", "0.5B-R", "small-R"), "example_id": f"q{i}", "kind": "small-R",
+                      "prediction": f"p{i}", "error": None})
+    donor.append({"key": "q3|0.5B-R|small-R", "example_id": "q3", "kind": "small-R", "error": "boom"})
+    donor.close()
+    fields = {"system": "0.5B-R", "kind": "small-R"}
+    ours = _store(tmp_path / "ours", config)
+    assert copy_batches(ours, tmp_path / "donor", fields, examples, 2) == 3
+    ours.close()
+    rows = {r["example_id"]: r for r in read_rows(tmp_path / "ours")}
+    assert sorted(rows) == ["q0", "q1", "q4"] and rows["q4"]["prediction"] == "p4"
+
+    other = _store(tmp_path / "other", {**config, "batch_size": 4})
+    assert copy_batches(other, tmp_path / "donor", fields, examples, 2) == 0  # cut in other batches
+    other.close()
+    again = _store(tmp_path / "ours", config)
+    assert copy_batches(again, tmp_path / "donor", fields, examples, 2) == 0  # nothing pending is copied twice
+    again.close()
+    assert json.loads((tmp_path / "ours" / "config.json").read_text())["batch_size"] == 2
