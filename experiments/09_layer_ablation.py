@@ -32,6 +32,7 @@ from tqdm.auto import tqdm  # noqa: E402
 from analysis import gpu_estimate, table09  # noqa: E402
 from mai import MaiError, cli, experiment, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
+from mai.batch import generate_batch, model_batch_system, run_systems_stage_major  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -48,7 +49,9 @@ PRESETS = {
                                  max_pixels=128 * 128)),
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table9"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT, layers=CPU_REAL_LAYERS)),
+                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      think_prompt=cli.REAL_THINK_PROMPT, layers=CPU_REAL_LAYERS, order="stage",
+                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS)),
     "cpu-smollm2": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
 }
 # cpu-smollm2: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).
@@ -76,7 +79,13 @@ def main(argv=None):
     p.add_argument("--query", default="answer", choices=["answer", "reasoning_end"], help="query position")
     p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
+    p.add_argument("--order", choices=cli.ORDERS,
+                   help="example: one question at a time, batch size 1 (default); stage: per system, the questions "
+                        "in batches of --batch-size, the small model's reasoning batched once for all layers "
+                        "(throughput: latencies are batch shares)")
+    p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
     args = cli.parse(p, PRESETS, argv, estimate=gpu_estimate.layer_ablation_notice)
+    args.batch_size = args.batch_size or 16
     if os.environ.get("WANDB_SWEEP_ID") and args.run_name == args.preset:
         # A `wandb agent` step (09_layer_ablation.sweep.yaml): one run directory per (layers, delta), since a
         # run directory with rows refuses another configuration.
@@ -97,39 +106,57 @@ def main(argv=None):
     layers = args.layers or list(range(n_layers))
     think, simple = args.think_tokens, args.simple_tokens
 
-    memo = {}
+    # Stage order batches each call; example order makes them one at a time, as the paper's latency setting.
+    generate = generate_batch if args.order == "stage" else (lambda gen, requests: [gen.generate(r) for r in requests])
+    captured = {}  # example id -> (reasoning text, its attention at every chosen layer): once per example
 
-    def reasoning(example, bench, images):
-        """The small model's reasoning and its attention at every chosen layer: once per example."""
-        if memo.get("id") != example.id:
-            thought = small.generate(request_for(example, bench, images, "think", think, keep_cache=True))
-            att = attention_over_reasoning(small, thought, bench.post_prompt, layers, args.query)
-            memo.update(id=example.id, value=(thought, att))
-        return memo["value"]
+    def reasoning(items):
+        """The small model's reasoning for the examples not yet captured (one batch in stage order), then one
+        capture forward each. Example order visits every system of one example before the next, so only that
+        example is kept; stage order keeps each example's text and attention rows for the later systems."""
+        todo = [(ex, bench, images) for ex, bench, images in items if ex.id not in captured]
+        if todo and args.order != "stage":
+            captured.clear()
+        thoughts = generate(small, [request_for(ex, bench, images, "think", think, keep_cache=True)
+                                          for ex, bench, images in todo])
+        for (ex, bench, _), thought in zip(todo, thoughts):
+            captured[ex.id] = (thought.text, attention_over_reasoning(small, thought, bench.post_prompt, layers,
+                                                                      args.query))
+        return [captured[ex.id] for ex, _, _ in items]
+
+    def selection(layer, att):
+        """(context, kept tokens, extra row fields): Full (layer None) hands the whole reasoning over."""
+        if layer is None:
+            # The attention-mass curve (App. B.7) at every captured layer, once per example.
+            return None, len(att.reasoning_ids), dict(
+                fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
+                shares={str(k): v for k, v in att.shares().items()})
+        context, kept = sparse_reasoning(small.loaded.tokenizer, att, SparseOptions(layer, args.delta, args.heads,
+                                                                                    args.sink))
+        return context, kept, {}
 
     def transfer(layer):
-        def run(example, bench, images):
-            thought, att = reasoning(example, bench, images)
-            extra = {}
-            if layer is None:
-                context, kept = thought.text, len(att.reasoning_ids)
-                # The attention-mass curve (App. B.7) at every captured layer, once per example.
-                extra = dict(fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
-                             shares={str(k): v for k, v in att.shares().items()})
-            else:
-                opts = SparseOptions(layer, args.delta, args.heads, args.sink)
-                context, kept = sparse_reasoning(small.loaded.tokenizer, att, opts)
-            out = large.generate(request_for(example, bench, images, "simple", think, simple, context=context))
-            n = len(att.reasoning_ids)
-            return {**out.summary(), "kept_tokens": kept, "reasoning_tokens": n,
-                    "kept_fraction": kept / n if n else None, **extra}
+        """The large model's Simple answer after the layer's selection, over a batch of examples."""
+        def run(items):
+            chosen = [(text, att, *selection(layer, att)) for text, att in reasoning(items)]
+            finals = generate(large, [request_for(ex, bench, images, "simple", think, simple,
+                                                  context=text if context is None else context)
+                                      for (ex, bench, images), (text, _, context, _, _) in zip(items, chosen)])
+            return [{**out.summary(), "kept_tokens": kept, "reasoning_tokens": len(att.reasoning_ids),
+                     "kept_fraction": kept / len(att.reasoning_ids) if att.reasoning_ids else None, **extra}
+                    for out, (_, att, _, kept, extra) in zip(finals, chosen)]
         return run
 
     L = large.loaded.label
-    systems = [({"system": f"{L}-S", "layer": None}, model_system(large.generate, "large", "simple", think, simple)),
-               ({"system": "Full", "layer": None}, transfer(None))]
-    systems += [({"system": f"L{layer}", "layer": layer}, transfer(layer)) for layer in layers]
-    run_systems(store, systems, examples, desc="layers")
+    systems = [({"system": f"{L}-S", "layer": None}, model_system(large.generate, "large", "simple", think, simple),
+                model_batch_system(large, "large", "simple", think, simple))]
+    systems += [({"system": "Full" if layer is None else f"L{layer}", "layer": layer},
+                 lambda ex, bench, images, run=transfer(layer): run([(ex, bench, images)])[0], transfer(layer))
+                for layer in [None, *layers]]
+    if args.order == "stage":
+        run_systems_stage_major(store, systems, examples, args.batch_size, desc="layers")
+    else:
+        run_systems(store, [(fields, one) for fields, one, _ in systems], examples, desc="layers")
     outputs = table09.build(store.dir, args.report_dir)
     tracker.log_charts(outputs["charts"])  # native W&B charts over the tables
     experiment.finish(store, tracker, outputs)

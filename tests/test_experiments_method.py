@@ -210,3 +210,16 @@ def test_a_run_without_report_dir_leaves_the_committed_tables_untouched(tmp_path
     report = tmp_path / "runs" / "08_reasoning_transfer" / "cpu" / "report"
     assert "gain_vs_large_S" in (report / "paper_tables" / "table8_reasoning_transfer.cpu.md").read_text()
     assert (report / "figures" / "table8_reasoning_transfer.cpu.png").is_file()
+
+
+def test_table9_stage_order_gives_the_rows_of_example_order(tmp_path, experiment):
+    mod = experiment("09_layer_ablation")
+    args = TINY + ["--limit", "3", "--layers", "0,2", "--out", str(tmp_path / "runs"), "--report-dir", str(tmp_path)]
+    mod.main(args + ["--run-name", "example"])
+    mod.main(args + ["--run-name", "stage", "--order", "stage", "--batch-size", "2"])
+    example, stage = (_rows(tmp_path / "runs" / "09_layer_ablation" / name) for name in ("example", "stage"))
+    fields = ("key", "prediction", "kept_tokens", "reasoning_tokens", "fractions")
+    assert len(stage) == 3 * 4 and not any(r["error"] for r in stage)  # 3 examples x (large-S, Full, L0, L2)
+    assert sorted(tuple(r.get(f) for f in fields) for r in stage) == sorted(tuple(r.get(f) for f in fields)
+                                                                             for r in example)
+    assert {r["batch_size"] for r in stage} == {2, 1} and not any("batch_size" in r for r in example)
