@@ -3,11 +3,17 @@
     .venv/bin/python scripts/regenerate.py --preset cpu-real     # the real pair on the shipped BBH + GSM8K (setup.sh --real)
     .venv/bin/python scripts/regenerate.py --preset cpu          # random weights, synthetic data (the machinery)
 
-Runs experiments 07, 01, 03, 08, 09, 10 and 12 in that order (01 reuses 07's rows; for cpu-real, Table 10's
-batch-1 latency sample, 10_mai-latency, before Table 10 itself) with the preset's own settings, each as `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
-paper_tables/ and figures/ (a script run without --report-dir writes them into its run's report/ instead); every script resumes, so a killed regeneration continues where it stopped. Each script's wall time
-goes to runs/regenerate.<preset>.json (docs/measurements.md quotes it); `--only 10_mai,12_speculative_decoding` runs a
-subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
+Each part is `python experiments/<script> --preset P --report-dir <repository>`, into runs/ and the repository's
+paper_tables/ and figures/ (a script run without --report-dir writes them into its run's report/ instead); every
+script resumes, so a killed regeneration continues where it stopped. --preset cpu runs experiments 07, 01, 03, 08,
+09, 10 and 12 one after another (01 reuses 07's rows). --preset cpu-real runs in two phases (PHASES): first the
+timing studies alone on the machine (03's stage profile, Table 10's batch-1 latency sample 10_mai-latency, Table
+12's speculative decoding), then the stage-major runs in two lanes at once, one torch thread each
+(mai.cli.REAL_BATCH_THREADS), so both cores work: 08 then 09 in one lane, 10 then 07 and 01 in the other. Tables 8
+and 10 share their baseline batches (mai.reuse): whichever lane computes one first, the other copies it. A lane's
+scripts write their output to runs/regenerate.<preset>.<script>.log. Each script's wall time, each phase's and
+the total go to runs/regenerate.<preset>.json (docs/measurements.md quotes it); `--only 10_mai,09_layer_ablation`
+runs a subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +35,54 @@ SCRIPTS = ("07_prompt_modes", "01_tokens_vs_accuracy", "03_stage_profiling", "08
 # tables stay in its run's report/: Table 10's committed table is the merged one that 10_mai writes next.
 VARIANTS = {"10_mai-latency": ("10_mai", lambda preset: ["--order", "example", "--limit", "30", "--threads", "2",
                                                          "--run-name", f"{preset}-latency"])}
+# Phases run one after another; a phase's lanes run at once, each lane's scripts in order. cpu-real: what is
+# timed at batch 1 runs alone (two threads); the stage-major runs share the cores, one thread each. 10_mai-latency
+# precedes 10_mai, whose table reads it; 07 precedes 01, which reuses its rows.
+PHASES = {
+    "cpu-real": [[["03_stage_profiling", "10_mai-latency", "12_speculative_decoding"]],
+                 [["08_reasoning_transfer", "09_layer_ablation"], ["10_mai", "07_prompt_modes", "01_tokens_vs_accuracy"]]],
+    "cpu": [[[s for s in SCRIPTS if s not in VARIANTS]]],
+}
+
+
+def command(script: str, preset: str, wandb: str) -> list[str]:
+    base, extra = VARIANTS.get(script, (script, None))
+    cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", preset, "--wandb", wandb]
+    # the committed tables: never a run's default; a variant's tables stay in its run's report/
+    return cmd + (extra(preset) if extra else ["--report-dir", str(ROOT)])
+
+
+def run_dir(script: str, preset: str) -> Path:
+    base, extra = VARIANTS.get(script, (script, None))
+    return ROOT / "runs" / base / (f"{preset}-latency" if extra else preset)
+
+
+def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) -> None:
+    """One lane: its scripts in order, each timed; the first failure ends the lane. A script's seconds add up
+    over the invocations that resumed its run (a run longer than a session), and start from zero when its run
+    directory has no rows yet."""
+    for script in scripts:
+        if not (run_dir(script, args.preset) / "results.jsonl").exists():
+            record["seconds"].pop(script, None)
+            record["invocations"].pop(script, None)
+        cmd = command(script, args.preset, args.wandb)
+        log_path = ROOT / "runs" / f"regenerate.{args.preset}.{script}.log"
+        print(f"== {time.strftime('%H:%M:%S')} start {' '.join(cmd[1:])}"
+              + (f" (output: {log_path.relative_to(ROOT)})" if log else ""), flush=True)
+        start = time.perf_counter()
+        if log:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "w") as out:
+                rc = subprocess.call(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        else:
+            rc = subprocess.call(cmd, cwd=ROOT)
+        took = time.perf_counter() - start
+        print(f"== {time.strftime('%H:%M:%S')} {script}: {took:.0f} s (exit {rc})", flush=True)
+        if rc != 0:
+            failures.append((script, rc))
+            return
+        record["seconds"][script] = round(record["seconds"].get(script, 0) + took, 1)
+        record["invocations"][script] = record["invocations"].get(script, 0) + 1
 
 
 def main(argv=None) -> int:
@@ -43,31 +98,41 @@ def main(argv=None) -> int:
     record_path = ROOT / "runs" / f"regenerate.{args.preset}.json"
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     record.setdefault("seconds", {})
-    for script in chosen:
-        if script in VARIANTS and args.preset != "cpu-real":
+    record.setdefault("phase_seconds", {})
+    record.setdefault("invocations", {})
+    for number, phase in enumerate(PHASES[args.preset], 1):
+        lanes = [[s for s in lane if s in chosen] for lane in phase]
+        lanes = [lane for lane in lanes if lane]
+        if not lanes:
             continue
-        base, extra = VARIANTS.get(script, (script, None))
-        cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", args.preset, "--wandb", args.wandb]
-        # the committed tables: never a run's default; a variant's tables stay in its run's report/
-        cmd += extra(args.preset) if extra else ["--report-dir", str(ROOT)]
-        print(f"== {' '.join(cmd[1:])}", flush=True)
+        failures: list = []
+        # a phase that resumes runs with rows adds to the time recorded before; one that starts from nothing resets it
+        resumed = any((run_dir(s, args.preset) / "results.jsonl").exists() for lane in lanes for s in lane)
         start = time.perf_counter()
-        rc = subprocess.call(cmd, cwd=ROOT)
-        took = time.perf_counter() - start
-        print(f"== {script}: {took:.0f} s (exit {rc})", flush=True)
-        if rc != 0:
-            return rc
-        record["seconds"][script] = round(took, 1)
-        record.update(machine=f"{platform.machine()}, {os.cpu_count()} cores", python=platform.python_version())
+        threads = [threading.Thread(target=run_lane, args=(lane, args, record, len(lanes) > 1, failures))
+                   for lane in lanes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = round(time.perf_counter() - start, 1)
+        earlier = record["phase_seconds"].get(str(number), {}).get("seconds", 0) if resumed else 0
+        record["phase_seconds"][str(number)] = dict(lanes=lanes, seconds=round(earlier + took, 1))
+        record.update(machine=f"{platform.machine()}, {os.cpu_count()} cores", python=platform.python_version(),
+                      phases={str(i): p for i, p in enumerate(PHASES[args.preset], 1)})
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record, indent=1) + "\n")
+        if failures:
+            return failures[0][1]
     if args.preset == "cpu-real" and (ROOT / "runs" / "10_mai" / args.preset / "results.jsonl").exists():
         rc = subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", args.preset, "--readme",
                               "--report-dir", str(ROOT)], cwd=ROOT)
         if rc != 0:
             return rc
-    total = sum(record["seconds"].values())
-    print(f"== all scripts: {total:.0f} s ({total / 60:.1f} min) recorded in {record_path.relative_to(ROOT)}")
+    total = sum(p["seconds"] for p in record["phase_seconds"].values())
+    print(f"== all phases: {total:.0f} s ({total / 3600:.2f} h) wall; per script: "
+          + ", ".join(f"{k} {v / 60:.0f} min" for k, v in record["seconds"].items())
+          + f"; recorded in {record_path.relative_to(ROOT)}")
     return 0
 
 

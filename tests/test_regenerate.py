@@ -1,0 +1,57 @@
+"""scripts/regenerate.py: phases one after another, a phase's lanes at once, each script timed; a failing
+script stops the regeneration with its exit status."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _regenerate(tmp_path, monkeypatch, seconds: dict, fail: str = ""):
+    spec = importlib.util.spec_from_file_location("regenerate", REPO / "scripts" / "regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    # each script stands in as a sleep of its own length (the real ones take hours)
+    monkeypatch.setattr(module, "command", lambda script, preset, wandb: [
+        sys.executable, "-c", f"import time, sys; time.sleep({seconds[script]}); sys.exit({int(script == fail)})"])
+    return module
+
+
+def test_lanes_run_at_once_and_phases_in_turn(tmp_path, monkeypatch):
+    seconds = {"03_stage_profiling": 0.2, "08_reasoning_transfer": 1.5, "10_mai": 1.5, "07_prompt_modes": 0.2}
+    module = _regenerate(tmp_path, monkeypatch, seconds)
+    assert module.main(["--preset", "cpu-real", "--only", ",".join(seconds)]) == 0
+    record = json.loads((tmp_path / "runs" / "regenerate.cpu-real.json").read_text())
+    assert set(record["seconds"]) == set(seconds)
+    lanes = record["phase_seconds"]["2"]
+    assert lanes["lanes"] == [["08_reasoning_transfer"], ["10_mai", "07_prompt_modes"]]
+    # the two lanes overlapped: the phase took about its longest lane, not the sum of its scripts
+    assert lanes["seconds"] < record["seconds"]["08_reasoning_transfer"] + record["seconds"]["10_mai"] - 0.5
+    assert (tmp_path / "runs" / "regenerate.cpu-real.10_mai.log").exists()  # a lane's output goes to its log
+
+
+def test_a_failing_script_stops_the_regeneration(tmp_path, monkeypatch):
+    seconds = {"03_stage_profiling": 0.1, "10_mai": 0.1}
+    module = _regenerate(tmp_path, monkeypatch, seconds, fail="03_stage_profiling")
+    assert module.main(["--preset", "cpu-real", "--only", ",".join(seconds)]) == 1
+    record = json.loads((tmp_path / "runs" / "regenerate.cpu-real.json").read_text())
+    assert "10_mai" not in record["seconds"] and "2" not in record["phase_seconds"]
+
+
+def test_a_resumed_run_adds_its_time_and_a_fresh_one_starts_over(tmp_path, monkeypatch):
+    seconds = {"10_mai": 0.3}
+    module = _regenerate(tmp_path, monkeypatch, seconds)
+    record_path = tmp_path / "runs" / "regenerate.cpu-real.json"
+    module.main(["--preset", "cpu-real", "--only", "10_mai"])
+    first = json.loads(record_path.read_text())["seconds"]["10_mai"]
+    (tmp_path / "runs" / "10_mai" / "cpu-real").mkdir(parents=True)
+    (tmp_path / "runs" / "10_mai" / "cpu-real" / "results.jsonl").write_text("{}\n")  # rows: a resumption
+    module.main(["--preset", "cpu-real", "--only", "10_mai"])
+    record = json.loads(record_path.read_text())
+    assert record["seconds"]["10_mai"] >= 2 * first - 0.05 and record["invocations"]["10_mai"] == 2
+    (tmp_path / "runs" / "10_mai" / "cpu-real" / "results.jsonl").unlink()  # deleted: measured from scratch
+    module.main(["--preset", "cpu-real", "--only", "10_mai"])
+    record = json.loads(record_path.read_text())
+    assert record["invocations"]["10_mai"] == 1 and record["seconds"]["10_mai"] < 2 * first
