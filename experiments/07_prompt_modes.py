@@ -27,10 +27,12 @@ PRESETS = {
     "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
     "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
                                                                          max_pixels=128 * 128)),
-    # The settings frozen on the dev split (mai.cli REAL_*), stage-major on the test split.
+    # The settings frozen on the dev split (mai.cli REAL_*), stage-major on the test split, on Table 10's questions:
+    # three of its four rows are Table 10's 1.5B-S, 0.5B-R and 1.5B-R, copied once that run has them (mai.reuse).
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table7"], real=True,
-                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT, order="stage",
-                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS)),
+                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      think_prompt=cli.REAL_THINK_PROMPT, order="stage", batch_size=cli.REAL_BATCH_SIZE,
+                                      threads=cli.REAL_BATCH_THREADS, reuse_from="10_mai")),
 }
 
 
@@ -44,6 +46,7 @@ def main(argv=None, doc=__doc__):
                         "stage: each (model, mode) over the questions in batches of --batch-size (throughput: "
                         "latencies are batch shares)")
     p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
+    cli.add_reuse_flag(p)
     args = cli.parse(p, PRESETS, argv)
     args.batch_size = args.batch_size or 16
     # The run directory first: a second process on it stops here, before any data loads.
@@ -59,7 +62,8 @@ def main(argv=None, doc=__doc__):
                         prompt_system(generator.generate, mode, args.think_tokens, args.simple_tokens),
                         model_batch_system(generator, None, mode, args.think_tokens, args.simple_tokens))
                        for mode in args.modes]
-            run_systems_stage_major(store, systems, examples, args.batch_size, desc=model.label)
+            run_systems_stage_major(store, systems, examples, args.batch_size, desc=model.label,
+                                    reuse_from=cli.reuse_dir(args))
         else:
             evaluate_model(store, generator.generate, model.label, examples, args.modes, args.think_tokens,
                            args.simple_tokens)

@@ -217,7 +217,7 @@ def run_systems_stage_major(store: RunStore, systems: list[tuple[dict, System, B
     for fields, one, many in systems:
         copied = copy_batches(store, reuse_from, fields, examples, chunk or len(examples) or 1)
         if copied:
-            print(f"{desc} {fields['system']}: {copied} rows copied from {reuse_from}", flush=True)
+            print(f"{desc} {'/'.join(map(str, fields.values()))}: {copied} rows copied from {reuse_from}", flush=True)
         written += copied
         todo = [ex for ex in examples if not store.done(row_key(ex.id, *fields.values()))]
         size = chunk or len(todo) or 1

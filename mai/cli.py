@@ -46,8 +46,10 @@ REAL_DELTA = 0.8  # the paper's cumulative attention mass (not tuned)
 # of this size, one torch thread per run (two runs share the two cores; scripts/bench_batch.py).
 REAL_BATCH_SIZE, REAL_BATCH_THREADS = 16, 1
 # Questions a task on the test split: Table 10 and Table 8 on the same ones, Table 7, Table 9's attention mass, Table
-# 12 (one task), and the batch-1 latency sample of Table 10 (the paper's setting).
-REAL_LIMITS = dict(table10=200, table8=200, table7=100, table9=50, table12=50, latency=30)
+# 12 (one task), and the batch-1 latency sample of Table 10 (the paper's setting). Table 7 was frozen at 100 and
+# raised to Table 10's 200 before any of its test rows: at 200 three of its four rows are Table 10's (mai.reuse),
+# so twice the questions cost about a tenth of the time.
+REAL_LIMITS = dict(table10=200, table8=200, table7=200, table9=50, table12=50, latency=30)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -40,6 +40,23 @@ def test_table8_copies_table10s_batches_and_they_are_the_rows_it_computes(tmp_pa
     assert not any("reused_from" in r for r in read_rows(out / "08_reasoning_transfer/other"))
 
 
+def test_table7_copies_table10s_model_rows_under_its_own_names(tmp_path, experiment, capsys):
+    out = tmp_path / "runs"
+    experiment("10_mai").main(TINY + ["--out", str(out), "--answer-tokens", "3", "--systems", "large-S,small-R,large-R",
+                                      "--run-name", "donor"])
+    t07 = experiment("07_prompt_modes")
+    t07.main(TINY + ["--out", str(out), "--run-name", "donor", "--reuse-from", "10_mai"])
+    t07.main(TINY + ["--out", str(out), "--run-name", "computed"])
+    copied, computed = (read_rows(out / "07_prompt_modes" / name) for name in ("donor", "computed"))
+    reused = {(r["model"], r["mode"]) for r in copied if "reused_from" in r}
+    assert reused == {("tiny-large", "simple"), ("tiny-small", "think"), ("tiny-large", "think")}
+    assert len(copied) == len(computed) == 4 * 4  # (tiny-small, simple) is computed
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("reused_from", "times", "latency")}  # noqa: E731
+    # the copied row is the row Table 7 computes: same fields, same outputs (times are the donor's)
+    dump = lambda r: json.dumps(strip(r), sort_keys=True)  # noqa: E731
+    assert sorted(map(dump, copied)) == sorted(map(dump, computed))
+
+
 def _store(path: Path, config: dict) -> RunStore:
     return RunStore(path.parent, "", path.name, config)
 
@@ -50,7 +67,7 @@ def test_only_whole_batches_with_equal_settings_are_copied(tmp_path):
     donor = _store(tmp_path / "donor", config)
     for i in (0, 1, 2, 4):  # the second batch (q2, q3) is incomplete; the third is q4 alone
         donor.append({"key": row_key(f"q{i}", "0.5B-R", "small-R"), "example_id": f"q{i}", "kind": "small-R",
-                      "prediction": f"p{i}", "error": None})
+                      "prediction": f"p{i}", "output_tokens": i, "error": None})
     donor.append({"key": "q3|0.5B-R|small-R", "example_id": "q3", "kind": "small-R", "error": "boom"})
     donor.close()
     fields = {"system": "0.5B-R", "kind": "small-R"}
@@ -59,6 +76,7 @@ def test_only_whole_batches_with_equal_settings_are_copied(tmp_path):
     ours.close()
     rows = {r["example_id"]: r for r in read_rows(tmp_path / "ours")}
     assert sorted(rows) == ["q0", "q1", "q4"] and rows["q4"]["prediction"] == "p4"
+    assert (rows["q4"]["small_output_tokens"], rows["q4"]["large_output_tokens"]) == (4, 0)  # its role's fields
 
     other = _store(tmp_path / "other", {**config, "batch_size": 4})
     assert copy_batches(other, tmp_path / "donor", fields, examples, 2) == 0  # cut in other batches
