@@ -12,7 +12,7 @@ transfer against the large model's Simple answer; Table 9's attention-mass rows:
 holding 80% of the attention, App. B.7; Table 12: speculative decoding, and MAI's speedup as Table 12 measures
 it). Each row names the run, and for MAI which transfer (full or sparse) and which verification it read.
 
-Verdicts come from 95% intervals, never from point estimates (the CPU runs answer 3-6 questions per task): on
+Verdicts come from 95% intervals, never from point estimates (the first CPU runs answered 3-6 questions a task): on
 a task a claim "holds" when its whole interval is on the paper's side of the bound, "does not hold" when it is
 wholly on the other side, and otherwise "cannot tell"; a band ("about 20%") holds when the interval lies inside
 it. The "here" column counts the tasks of each verdict. The intervals:
@@ -29,8 +29,8 @@ it. The "here" column counts the tasks of each verdict. The intervals:
 - a latency ratio (speedup, speculative decoding's slowdown): the ratio of means and the ratio of medians,
   each with a paired percentile bootstrap over queries (Efron & Tibshirani 1993, ch. 13; seed SEED, DRAWS
   draws). The verdict reads the ratio of means' interval, the paper's statistic; the medians show how far one
-  slow query moves it (runs/10_mai/cpu-real, date_understanding: 3.68x by means, 15.8x by medians). At n=3
-  (runs/12_speculative_decoding/cpu-real) a percentile bootstrap has 10 distinct resamples and is narrower
+  slow query moves it (runs/10_mai/cpu-real-bigbench, date_understanding: 3.68x by means, 15.8x by medians). At n=3
+  (runs/12_speculative_decoding/cpu-real-bigbench) a percentile bootstrap has 10 distinct resamples and is narrower
   than a 95% interval should be: a verdict there says what those three queries show;
 - App. B.7's attention share: Student's t interval over the questions, each question's share averaged over
   the run's layers (a question is the independent unit; layers of one question are not).

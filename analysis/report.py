@@ -120,7 +120,22 @@ def provenance_note(config: dict, described: dict, rows: list[dict]) -> str:
             f"{data}{sample}, on {device}; commit {str(prov.get('git_commit'))[:10]}.")
     if random or synthetic:
         note += " These numbers check the machinery; they are not the paper's."
-    return f"{note} {scoring_note(config)}".rstrip()
+    return f"{note} {scoring_note(config)}{order_note(config, rows)}".rstrip()
+
+
+def order_note(config: dict, rows: list[dict]) -> str:
+    """What a stage-major run's times are, and which rows another run computed (mai.reuse)."""
+    note = ""
+    if config.get("order", "example") == "stage":
+        note += (f" Stage order (batches of {config.get('batch_size')}): each call's times are its batch's divided "
+                 "by the batch size (machine time per query, a throughput measure), not the batch-1 latency of the "
+                 "paper.")
+    copied = sorted({r["reused_from"]["run"] for r in rows if r.get("reused_from")})
+    if copied:
+        n = sum(1 for r in rows if r.get("reused_from"))
+        note += (f" {n} rows are the same calls in the same batches of another run, copied from it "
+                 f"({', '.join(copied)}; mai.reuse).")
+    return note
 
 
 # Which score the tables' accuracy column shows, said on each table's provenance line.

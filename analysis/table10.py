@@ -244,9 +244,6 @@ def scale_note(config: dict) -> str:
     if config.get("backend", "hf") != "hf":
         note += (f" Backend {config['backend']} (tensor parallel {config.get('tensor_parallel', 1)}); peak memory "
                  "counts this process only, not the vLLM engines' reserved share of the GPU.")
-    if config.get("order", "example") == "stage":
-        note += (" Stage order: each call's times are its batch's divided by the batch size (machine time per "
-                 "query, a throughput measure), not the batch-1 latency of the paper.")
     if config.get("merged_shards"):
         note += f" Merged from {config['merged_shards']} shards."
     return note

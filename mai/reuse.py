@@ -74,9 +74,9 @@ def donor_rows(donor_dir: Path, donor_config: dict, wanted: tuple) -> dict[str, 
             if not r.get("error") and identity(r, donor_config) == wanted}
 
 
-def as_ours(row: dict, fields: dict, key: str, origin: str) -> dict:
+def as_ours(row: dict, fields: dict, key: str, origin: dict) -> dict:
     """The donor's row under our system's name: its role's token fields as mai.evaluate.model_system writes
-    them (Table 7's rows have none), and where it was first computed."""
+    them (Table 7's rows have none), and where it was first computed ({"run": directory, "key": its key})."""
     copied = {k: v for k, v in row.items() if k not in ROLE_FIELDS and k not in ("kind", "system", "model", "mode")}
     if fields.get("kind") in ROLE_MODE:
         copied = with_roles(copied, ROLE_MODE[fields["kind"]][0])
@@ -114,6 +114,6 @@ def copy_batches(store: RunStore, donor_dir: str | Path | None, fields: dict, ex
             continue
         for ex, key in zip(batch, keys):
             row = found[ex.id]
-            store.append(as_ours(row, fields, key, f"{donor_dir.as_posix()}:{row['key']}"))
+            store.append(as_ours(row, fields, key, {"run": donor_dir.as_posix(), "key": row["key"]}))
             copied += 1
     return copied

@@ -27,11 +27,14 @@ def test_table8_copies_table10s_batches_and_they_are_the_rows_it_computes(tmp_pa
     donor = _by_kind(out / "10_mai/donor")
     copied, computed = _by_kind(out / "08_reasoning_transfer/donor"), _by_kind(out / "08_reasoning_transfer/computed")
     assert len(donor) == 3 * 4 and copied.keys() == donor.keys() == computed.keys()
-    assert all(r["reused_from"].startswith(str(out / "10_mai/donor")) for r in copied.values())
+    assert all(r["reused_from"] == {"run": (out / "10_mai/donor").as_posix(), "key": donor[k]["key"]}
+               for k, r in copied.items())
     assert not any("reused_from" in r for r in computed.values())
     for key, row in copied.items():
         assert row["prediction"] == donor[key]["prediction"] == computed[key]["prediction"], key
         assert row["key"] == computed[key]["key"] and row["system"] == computed[key]["system"]
+    table = (out / "08_reasoning_transfer/donor/report/paper_tables/table8_reasoning_transfer.cpu.md").read_text()
+    assert f"12 rows are the same calls in the same batches of another run, copied from it ({out.as_posix()}/10_mai/donor" in table
     said = capsys.readouterr().out
     assert all(f"{n} rows copied" in said for n in (4,)) and said.count("rows copied") == 3  # per system
     t08.main(TINY + ["--out", str(out), "--run-name", "other", "--reuse-from", str(out / "10_mai/donor"),
