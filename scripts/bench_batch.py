@@ -98,6 +98,7 @@ def main(argv=None) -> None:
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's own)")
     p.add_argument("--json", help="default: runs/bench/batch.<backend>.json")
+    p.add_argument("--note", help="what else ran on the machine meanwhile (recorded in the JSON)")
     args = p.parse_args(argv)
     if args.threads:
         import torch
@@ -106,11 +107,13 @@ def main(argv=None) -> None:
     sizes = sorted(int(b) for b in args.batch_sizes.split(","))
     import torch
 
+    from mai.results import provenance
+
     report = dict(what="aggregate decode tokens/s by batch size, REAL weights (the cpu-real pair), REAL dev "
                        "questions (Simple prompts), output length forced; CPU",
                   backend=args.backend, dtype=args.dtype, output_tokens=args.output_tokens,
                   threads=torch.get_num_threads(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
-                  load_average_before=os.getloadavg()[0], models={})
+                  load_average_before=os.getloadavg()[0], note=args.note, provenance=provenance("cpu"), models={})
     for spec in args.models.split(","):
         print(f"{spec} on {args.backend}:", flush=True)
         gen = generator(args.backend, spec, args)

@@ -129,6 +129,12 @@ def main(argv=None) -> int:
                               "--report-dir", str(ROOT)], cwd=ROOT)
         if rc != 0:
             return rc
+    if args.preset == "cpu-real" and (ROOT / "runs" / "bench" / "batch.hf.json").exists():
+        # the throughput table from scripts/bench_batch.py's measurements (a benchmark, not rerun here)
+        rc = subprocess.call([sys.executable, "-m", "analysis.throughput", "--report-dir", str(ROOT)], cwd=ROOT,
+                             stdout=subprocess.DEVNULL)
+        if rc != 0:
+            return rc
     total = sum(p["seconds"] for p in record["phase_seconds"].values())
     print(f"== all phases: {total:.0f} s ({total / 3600:.2f} h) wall; per script: "
           + ", ".join(f"{k} {v / 60:.0f} min" for k, v in record["seconds"].items())
