@@ -67,16 +67,16 @@ PRESETS = {
     # The settings frozen on the dev split (mai.cli REAL_*), on 200 test questions a task, stage-major (accuracy
     # and routes; the batch-1 latency sample is its own run: --order example --limit 30 --run-name cpu-real-latency).
     # MAI transfers sparsely from the paper's relative depth (cli.REAL_SPARSE_LAYER, delta 0.8 as the paper); Full
-    # RT is its own row. MAI's rows come first, so that a run cut short has the routes. 1.5B-S, 0.5B-R and Full RT
-    # are Table 8's large-S, small-R and transfer rows: whichever of the two scripts runs a batch first, the
-    # other copies it (mai.reuse).
+    # RT is its own row. MAI's rows come first, so that a run cut short has the routes, then 1.5B-R, the one
+    # baseline no other script computes: 1.5B-S, 0.5B-R and Full RT are Table 8's large-S, small-R and transfer
+    # rows, and whichever of the two scripts runs a batch first, the other copies it (mai.reuse).
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table10"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
                                       think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
                                       think_prompt=cli.REAL_THINK_PROMPT, transfer="sparse",
                                       sparse_layer=cli.REAL_SPARSE_LAYER, delta=cli.REAL_DELTA, order="stage",
                                       batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS,
-                                      systems=["MAI", "large-S", "Full RT", "small-R", "large-R"],
+                                      systems=["MAI", "large-R", "large-S", "Full RT", "small-R"],
                                       reuse_from="08_reasoning_transfer")),
 }
 

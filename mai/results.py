@@ -35,8 +35,9 @@ DAMAGED = RESULTS + ".damaged"
 # Provenance fields that may differ between a run and its resumption.
 # reuse_from: a copied row is the row this run would compute (mai.reuse checks the settings), so where
 # rows were copied from does not change what a run is. plan: a --plan invocation stops before it writes a row
-# (runs begun before --plan became a store_true flag recorded None, later ones False).
-_VOLATILE = ("provenance", "wandb", "datasets", "reuse_from", "plan")  # datasets: checked by update_config once loaded
+# (runs begun before --plan became a store_true flag recorded None, later ones False). systems: which systems an
+# invocation runs, and in which order; each row is one system's, so a resumption may run another subset.
+_VOLATILE = ("provenance", "wandb", "datasets", "reuse_from", "plan", "systems")  # datasets: checked by update_config once loaded
 
 
 def row_key(*parts) -> str:
