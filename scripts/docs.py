@@ -165,6 +165,16 @@ def _runs() -> list[tuple[str, str, dict, int]]:
     return found
 
 
+def _split(config: dict) -> str:
+    """The split a run read: --split when given, else what its datasets record (the vendored questions' default,
+    test, is recorded there as "(test split: ...)")."""
+    if config.get("split"):
+        return config["split"]
+    found = {m.group(1) for text in (config.get("datasets") or {}).values()
+             for m in [re.search(r"\((\w+) split", str(text))] if m}
+    return ", ".join(sorted(found)) or "-"
+
+
 def status_block() -> str:
     """What has run where: every committed run directory, read from its config.json."""
     out = ["| experiment | run | preset | split | models | device | rows | code at commit |",
@@ -175,7 +185,7 @@ def status_block() -> str:
         device = prov.get("gpu") or f"CPU ({prov.get('cpu_count', '?')} cores)"
         models = config.get("models") or [m for m in (config.get("small"), config.get("large")) if m]
         presets.add(config.get("preset"))
-        out.append(f"| {exp} | `{run}` | `{config.get('preset')}` | {config.get('split') or '-'} | "
+        out.append(f"| {exp} | `{run}` | `{config.get('preset')}` | {_split(config)} | "
                    f"{', '.join(models) or '-'} | {device} | {n} | `{str(prov.get('git_commit', '?'))[:7]}` |")
     if "paper" not in presets:
         out += ["", "No run of the `paper` preset (Qwen3-VL 2B/4B/8B on a GPU) is committed: the paper's models have "
