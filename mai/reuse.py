@@ -77,7 +77,9 @@ def donor_rows(donor_dir: Path, donor_config: dict, wanted: tuple) -> dict[str, 
 def as_ours(row: dict, fields: dict, key: str, origin: dict) -> dict:
     """The donor's row under our system's name: its role's token fields as mai.evaluate.model_system writes
     them (Table 7's rows have none), and where it was first computed ({"run": directory, "key": its key})."""
-    copied = {k: v for k, v in row.items() if k not in ROLE_FIELDS and k not in ("kind", "system", "model", "mode")}
+    copied = {k: v for k, v in row.items() if k not in ("kind", "system", "model", "mode")}
+    if fields.get("kind") not in TRANSFER:  # a transfer's own small and large tokens stay; one model's are re-derived
+        copied = {k: v for k, v in copied.items() if k not in ROLE_FIELDS}
     if fields.get("kind") in ROLE_MODE:
         copied = with_roles(copied, ROLE_MODE[fields["kind"]][0])
     return {**copied, **fields, "key": key, "reused_from": row.get("reused_from") or origin}
