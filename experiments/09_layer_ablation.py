@@ -150,9 +150,10 @@ def main(argv=None):
     L = large.loaded.label
     systems = [({"system": f"{L}-S", "layer": None}, model_system(large.generate, "large", "simple", think, simple),
                 model_batch_system(large, "large", "simple", think, simple))]
-    systems += [({"system": "Full" if layer is None else f"L{layer}", "layer": layer},
-                 lambda ex, bench, images, run=transfer(layer): run([(ex, bench, images)])[0], transfer(layer))
-                for layer in [None, *layers]]
+    for layer in [None, *layers]:
+        many = transfer(layer)
+        systems.append(({"system": "Full" if layer is None else f"L{layer}", "layer": layer},
+                        lambda ex, bench, images, many=many: many([(ex, bench, images)])[0], many))
     if args.order == "stage":
         run_systems_stage_major(store, systems, examples, args.batch_size, desc="layers")
     else:

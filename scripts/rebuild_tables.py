@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import subprocess
 import sys
 from pathlib import Path
 
@@ -35,8 +34,8 @@ def source_run(runs: Path, experiment: str) -> Path | None:
     return None
 
 
-def rebuild(runs: Path, report_dir: Path) -> list[str]:
-    """Write every table into report_dir; returns the runs read."""
+def rebuild(runs: Path, report_dir: Path, readme: Path | None = None) -> list[str]:
+    """Write every table into report_dir (and the claims into `readme`, when given); returns the runs read."""
     from analysis import claims, dev_settings, throughput
 
     read = []
@@ -48,7 +47,9 @@ def rebuild(runs: Path, report_dir: Path) -> list[str]:
             importlib.import_module(f"analysis.{module}").build(run, report_dir)
         read.append(str(run))
     if (runs / "10_mai" / "cpu-real" / "results.jsonl").exists():
-        claims.build(runs, "cpu-real", report_dir)
+        out = claims.build(runs, "cpu-real", report_dir)
+        if readme is not None:
+            claims.update_readme(readme, out["readme"])
     dev_settings.build(runs, report_dir)
     if (runs / "bench" / "batch.hf.json").exists():
         throughput.build(runs / "bench", report_dir)
@@ -62,11 +63,8 @@ def main(argv=None) -> int:
                     "repository)")
     ap.add_argument("--readme", action="store_true", help="also replace the README's copy of the claims table")
     args = ap.parse_args(argv)
-    for run in rebuild(Path(args.runs), Path(args.report_dir)):
+    for run in rebuild(Path(args.runs), Path(args.report_dir), ROOT / "README.md" if args.readme else None):
         print(f"rebuilt from {run}")
-    if args.readme:
-        return subprocess.call([sys.executable, "-m", "analysis.claims", "--preset", "cpu-real", "--readme",
-                                "--report-dir", args.report_dir], cwd=ROOT, stdout=subprocess.DEVNULL)
     return 0
 
 

@@ -33,8 +33,8 @@ SCRIPTS = ("07_prompt_modes", "01_tokens_vs_accuracy", "03_stage_profiling", "08
 # Parts that are a script run with other flags: Table 10's batch-1 latency sample (cpu-real runs Table 10 in
 # stage order, whose times are batch shares; analysis/table10.py reads this sibling run's latencies). Its own
 # tables stay in its run's report/: Table 10's committed table is the merged one that 10_mai writes next.
-VARIANTS = {"10_mai-latency": ("10_mai", lambda preset: ["--order", "example", "--limit", "30", "--threads", "2",
-                                                         "--run-name", f"{preset}-latency"])}
+# (script, run name suffix, its flags)
+VARIANTS = {"10_mai-latency": ("10_mai", "latency", ["--order", "example", "--limit", "30", "--threads", "2"])}
 # Phases run one after another; a phase's lanes run at once, each lane's scripts in order. cpu-real: what is
 # timed at batch 1 runs alone (two threads); the stage-major runs share the cores, one thread each. 10_mai-latency
 # precedes 10_mai, whose table reads it; 07 precedes 01, which reuses its rows.
@@ -45,16 +45,23 @@ PHASES = {
 }
 
 
+def run_name(script: str, preset: str) -> tuple[str, str]:
+    """(experiment script, run name) of a part."""
+    base, suffix, _ = VARIANTS.get(script, (script, None, None))
+    return base, f"{preset}-{suffix}" if suffix else preset
+
+
 def command(script: str, preset: str, wandb: str) -> list[str]:
-    base, extra = VARIANTS.get(script, (script, None))
+    base, name = run_name(script, preset)
     cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", preset, "--wandb", wandb]
-    # the committed tables: never a run's default; a variant's tables stay in its run's report/
-    return cmd + (extra(preset) if extra else ["--report-dir", str(ROOT)])
+    if script in VARIANTS:  # a variant's tables stay in its run's report/
+        return cmd + VARIANTS[script][2] + ["--run-name", name]
+    return cmd + ["--report-dir", str(ROOT)]  # the committed tables: never a run's default
 
 
 def run_dir(script: str, preset: str) -> Path:
-    base, extra = VARIANTS.get(script, (script, None))
-    return ROOT / "runs" / base / (f"{preset}-latency" if extra else preset)
+    base, name = run_name(script, preset)
+    return ROOT / "runs" / base / name
 
 
 def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) -> None:
