@@ -80,6 +80,13 @@ def regex_filter(pattern: str, response: str, select: int = 0) -> str:
     return _first(re.compile(pattern), response, select=select) or FALLBACK
 
 
+def filter_accuracy(rows, text, reading, match=exact_match) -> float:
+    """One lm-eval filter's accuracy over result rows: ``reading(response, question)`` is the filter on
+    lmms-eval's response to ``text(prediction)``, then ``match`` (the task's exact_match) against any reference."""
+    return mean(1.0 if any(match(reading(lmms_eval_response(text(r["prediction"])), r.get("question")), ref)
+                           for ref in as_list(r["references"])) else 0.0 for r in rows)
+
+
 def yes_no(response: str) -> str:
     """The first whole-word Yes/No/yes/no (causal_judgement's flexible-extract), or "[invalid]"."""
     return regex_filter(YES_NO_PATTERN, response)
@@ -298,14 +305,10 @@ class BBHCotScoring(BBHScoring):
         rows = list(rows)
         text = self.extract if extracted_answers else (lambda t: t)
 
-        def share(reading) -> float:
-            return mean(1.0 if any(exact_match(reading(lmms_eval_response(text(r["prediction"])), r.get("question")),
-                                               ref) for ref in as_list(r["references"])) else 0.0 for r in rows)
-
         return {self.headline: mean(self.row_scores(rows, extracted_answers)),
-                "cot_strict_match": share(lambda resp, q: cot_strict(resp)),
-                "zeroshot_flexible_extract": share(lambda resp, q: self.read(resp, q, 0)),
-                "zeroshot_strict_match": share(lambda resp, q: resp)}
+                "cot_strict_match": filter_accuracy(rows, text, lambda resp, q: cot_strict(resp)),
+                "zeroshot_flexible_extract": filter_accuracy(rows, text, lambda resp, q: self.read(resp, q, 0)),
+                "zeroshot_strict_match": filter_accuracy(rows, text, lambda resp, q: resp)}
 
 
 class VendoredBBH(VendoredBenchmark):

@@ -18,7 +18,7 @@ import re
 
 from mai.answers import Matcher
 from mai.benchmarks import register
-from mai.benchmarks._bbh import FALLBACK, regex_filter
+from mai.benchmarks._bbh import FALLBACK, filter_accuracy, regex_filter
 from mai.benchmarks._vendored import DEV_SIZE, VendoredBenchmark, check_split, read_checked, split_indices
 from mai.data import as_list
 from mai.metrics import lmms_eval_response, mean
@@ -97,10 +97,7 @@ class GSM8K(VendoredBenchmark):
     def aggregate(self, rows, extracted_answers: bool = False) -> dict:
         rows = list(rows)
         text = self.extract if extracted_answers else (lambda t: t)
-
-        def share(pattern: str) -> float:
-            return mean(1.0 if any(exact_match(regex_filter(pattern, lmms_eval_response(text(r["prediction"]))), ref)
-                                   for ref in as_list(r["references"])) else 0.0 for r in rows)
-
         return {self.headline: mean(self.row_scores(rows, extracted_answers)),
-                "strict_match": share(STRICT), "cot_strict_match": share(COT_STRICT)}
+                "strict_match": filter_accuracy(rows, text, lambda resp, q: regex_filter(STRICT, resp), exact_match),
+                "cot_strict_match": filter_accuracy(rows, text, lambda resp, q: regex_filter(COT_STRICT, resp),
+                                                    exact_match)}
