@@ -32,14 +32,22 @@ def _answered(bench, prediction: str, question: str) -> tuple[bool, bool]:
     return ours, cot_strict(lmms_eval_response(prediction)) != FALLBACK
 
 
-def summarize(runs_dir: Path) -> pd.DataFrame:
+def dev_runs(runs_dir: Path) -> list[tuple[dict, list[dict], dict]]:
+    """Each dev-split run of experiments/07 (runs/07_prompt_modes/dev-*) as report.load_run reads it, read once."""
+    runs = []
+    for run in sorted((Path(runs_dir) / "07_prompt_modes").glob("dev-*")):
+        if (run / "results.jsonl").exists():
+            runs.append(report.load_run(run))
+            if runs[-1][0].get("split") != "dev":
+                raise SystemExit(f"error: {run} is not a dev-split run (split {runs[-1][0].get('split')!r})")
+    if not runs:
+        raise SystemExit(f"error: no dev-split runs under {Path(runs_dir) / '07_prompt_modes'} (dev-<model>-<style>)")
+    return runs
+
+
+def summarize(runs: list) -> pd.DataFrame:
     lines = []
-    for run in sorted((runs_dir / "07_prompt_modes").glob("dev-*")):
-        if not (run / "results.jsonl").exists():
-            continue
-        config, rows, _ = report.load_run(run)
-        if config.get("split") != "dev":
-            raise SystemExit(f"error: {run} is not a dev-split run (split {config.get('split')!r})")
+    for config, rows, _ in runs:
         style, budget = config.get("think_prompt", "instruction"), config.get("think_tokens")
         ok = [r for r in rows if not r.get("error")]
         for (bench_name, model), group in pd.DataFrame(ok).groupby(["benchmark", "model"], sort=False):
@@ -62,8 +70,6 @@ def summarize(runs_dir: Path) -> pd.DataFrame:
                             R_tokens=sum(r["output_tokens"] for r in think) / len(think),
                             R_tokens_p90=float(pd.Series([r["output_tokens"] for r in think]).quantile(0.9)))
             lines.append(line)
-    if not lines:
-        raise SystemExit(f"error: no dev-split runs under {runs_dir / '07_prompt_modes'} (dev-<model>-<style>)")
     df = pd.DataFrame(lines)
     # Simple answers do not depend on the Think prompt: each model's S column comes from the run that made them.
     for column in ("S_accuracy", "S_hit_cap"):
@@ -108,22 +114,20 @@ def decide(df: pd.DataFrame, lengths: dict[str, list[int]]) -> dict:
                                 f"reasonings finish within {b}" for b in BUDGETS) + ".")
 
 
-def reasoning_lengths(runs_dir: Path) -> dict[str, list[int]]:
+def reasoning_lengths(runs: list) -> dict[str, list[int]]:
     """Think prompt style -> the output tokens of every dev reasoning (both models) made with it."""
     out: dict[str, list[int]] = {}
-    for run in sorted((runs_dir / "07_prompt_modes").glob("dev-*")):
-        if (run / "results.jsonl").exists():
-            config, rows, _ = report.load_run(run)
-            out.setdefault(config.get("think_prompt", "instruction"), []).extend(
-                r["output_tokens"] for r in rows if r.get("mode") == "think" and not r.get("error"))
+    for config, rows, _ in runs:
+        out.setdefault(config.get("think_prompt", "instruction"), []).extend(
+            r["output_tokens"] for r in rows if r.get("mode") == "think" and not r.get("error"))
     return out
 
 
 def build(runs_dir, report_dir) -> dict:
-    df = summarize(Path(runs_dir))
-    chosen = decide(df, reasoning_lengths(Path(runs_dir)))
-    first = sorted((Path(runs_dir) / "07_prompt_modes").glob("dev-*"))[0]
-    config, rows, described = report.load_run(first)
+    runs = dev_runs(runs_dir)
+    df = summarize(runs)
+    chosen = decide(df, reasoning_lengths(runs))
+    config, rows, described = runs[0]
     note = ("Dev split only (mai.benchmarks._vendored: 50 seeded questions a BBH task, 50 of GSM8K's train file; "
             f"these runs read the first --limit of them). {report.provenance_note(config, described, rows)} "
             "S_hit_cap: the Simple answer used all of its cap (--simple-tokens). R_answered_cue: the reasoning "

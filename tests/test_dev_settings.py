@@ -29,9 +29,9 @@ def test_the_frozen_settings_are_the_ones_the_committed_dev_rows_choose():
     row: the committed dev rows must still choose them."""
     from pathlib import Path
 
-    from analysis.dev_settings import reasoning_lengths, summarize
+    from analysis.dev_settings import dev_runs, reasoning_lengths, summarize
     from mai import cli
 
-    runs = Path(__file__).resolve().parent.parent / "runs"
+    runs = dev_runs(Path(__file__).resolve().parent.parent / "runs")
     chosen = decide(summarize(runs), reasoning_lengths(runs))
     assert (chosen["think_prompt"], chosen["think_tokens"]) == (cli.REAL_THINK_PROMPT, cli.REAL_THINK_TOKENS)
