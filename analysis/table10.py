@@ -103,6 +103,8 @@ def build(run_dir, report_dir) -> dict:
     if sample is not None:
         df, text = sample_latency(df, *sample)
         note += " " + text
+        if config.get("order") == "stage":
+            note += " " + batch_invariance_note(rows, sample[0], config.get("batch_size"))
     if "chartqa" in set(df.benchmark):
         note += " paper_accuracy: the paper reports one MAI accuracy on ChartQA; it is printed beside both MAI rows."
         df["paper_accuracy"] = [paper_numbers.TABLE10_CHARTQA.get("MAI" if k == "MAI" else s) if b == "chartqa"
@@ -236,6 +238,32 @@ def sample_latency(df: pd.DataFrame, rows: list[dict], config: dict) -> tuple[pd
             f"time, the paper's setting; latency_n its rows), not from this run's batch shares; speedup_vs_R by "
             f"means, speedup_vs_R_median by medians.")
     return df, text
+
+
+def batch_invariance(batched: list[dict], single: list[dict]) -> dict[str, tuple[int, int]]:
+    """system -> (queries whose answer is the same, queries compared): each query of the batch-1 sample
+    against the same query of the stage-major run. Greedy decoding in batches should give batch-1's answers;
+    where it does not, padding and batch shape changed the arithmetic enough to flip a near tie."""
+    answers = {(r["example_id"], r["system"]): r.get("prediction") for r in batched if not r.get("error")}
+    out: dict[str, list[int]] = {}
+    for r in single:
+        if r.get("error") or (r["example_id"], r["system"]) not in answers:
+            continue
+        counts = out.setdefault(r["system"], [0, 0])
+        counts[0] += r.get("prediction") == answers[(r["example_id"], r["system"])]
+        counts[1] += 1
+    return {system: (same, n) for system, (same, n) in out.items()}
+
+
+def batch_invariance_note(batched: list[dict], single: list[dict], batch_size) -> str:
+    counts = batch_invariance(batched, single)
+    if not counts:
+        return "Batched against batch-1 answers: no query in both runs yet."
+    same, n = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+    return (f"Batched against batch-1 answers: on the queries in both runs, the batches of {batch_size} answered "
+            f"as the batch-1 sample did on {same} of {n} ("
+            + ", ".join(f"{system} {c[0]}/{c[1]}" for system, c in counts.items())
+            + "); a difference is greedy decoding flipping a near tie under the batch's padding and shapes.")
 
 
 def scale_note(config: dict) -> str:

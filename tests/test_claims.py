@@ -258,3 +258,25 @@ def test_the_readme_summary_gives_each_claim_its_verdicts_and_n(tmp_path):
     assert "holds on 1, does not hold on 0, cannot tell on 0 of 1 tasks" in agree
     assert "synth-pope: 100% [91-100], n=40: holds" in agree
     assert "[paper_tables/claims.cpu-real.md](paper_tables/claims.cpu-real.md)" in out["readme"]
+
+
+def test_table10_counts_where_batched_answers_differ_from_the_batch_1_sample(tmp_path):
+    """Issue 28: batched greedy answers should equal batch-1 answers; Table 10 counts them on every query of
+    the latency sample, per system, so a difference is seen and not assumed away."""
+    from analysis import table10
+
+    runs = tmp_path / "runs"
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(), order="stage", batch_size=16)
+    sample = [r for r in _table10_rows() if r["example_id"] != "synth-pope-9"]  # a sample of 9 questions
+    flipped = next(r for r in sample if r["kind"] == "MAI" and r["example_id"] == "synth-pope-3")
+    flipped["prediction"] = "maybe"
+    _write_run(runs / "10_mai" / "cpu-real-latency", sample, order="example")
+    counts = table10.batch_invariance(_table10_rows(), sample)
+    systems = {r["system"] for r in sample}
+    assert set(counts) == systems and all(n == 9 for _, n in counts.values())
+    assert counts[flipped["system"]] == (8, 9)
+    assert all(same == 9 for system, (same, _) in counts.items() if system != flipped["system"])
+    text = table10.build(runs / "10_mai" / "cpu-real", tmp_path)["markdown"]
+    n = 9 * len(systems)
+    assert f"the batches of 16 answered as the batch-1 sample did on {n - 1} of {n}" in text
+    assert f"{flipped['system']} 8/9" in text
