@@ -1,13 +1,14 @@
 """The paper's claims beside what our runs measured: one row per claim, one column per benchmark, and a figure.
 
-    python -m analysis.claims --preset cpu-real          # reads runs/{10,08,09,12}_*/cpu-real
+    python -m analysis.claims --preset cpu-real          # reads runs/{10,07,08,09,12}_*/cpu-real
     python -m analysis.claims --preset cpu-real --readme # and replaces the README's copy of the table
 
 Writes paper_tables/claims.<preset>.{md,tex} and figures/claims.<preset>.{png,pdf,json} (one panel per claim:
 the paper's bound as a line, ours as a point with its 95% interval per task, coloured by verdict).
 
 Each claim is read from the run of the experiment that measures it (Table 10: routes, MAI's accuracy against
-the large model's Simple answer and Full RT, speedup over the large model reasoning; Table 8: reasoning
+the large model's Simple answer and Full RT, speedup over the large model reasoning; Table 7: the large model
+reasoning against its own Simple answer; Table 8: reasoning
 transfer against the large model's Simple answer; Table 9's attention-mass rows: the share of reasoning tokens
 holding 80% of the attention, App. B.7; Table 12: speculative decoding, and MAI's speedup as Table 12 measures
 it). Each row names the run, and for MAI which transfer (full or sparse) and which verification it read.
@@ -52,12 +53,14 @@ from scipy import stats
 
 from analysis import paper_numbers, report, style
 from analysis.table10 import latency_sample, same_examples
+from mai import model_specs
 from mai.benchmarks import get_benchmark
 
 NAME = "claims"
 MILD_PP = 5.0  # "degrades only mildly" / "comparable": within this many accuracy points (our reading)
 B7_BAND = (0.15, 0.25)  # "about 20%" of the reasoning tokens (our reading of App. B.7's "about")
-RUNS = {"10": "10_mai", "08": "08_reasoning_transfer", "09": "09_layer_ablation", "12": "12_speculative_decoding"}
+RUNS = {"10": "10_mai", "07": "07_prompt_modes", "08": "08_reasoning_transfer", "09": "09_layer_ablation",
+        "12": "12_speculative_decoding"}
 SEED, DRAWS = 0, 10_000  # the bootstrap's: fixed, so a rebuilt table is the same table
 HOLDS, NOT, UNSURE = "holds", "does not hold", "cannot tell"
 
@@ -314,6 +317,25 @@ def table10_claims(loaded, benches: list[str], run: str, run_dir: Path | None = 
     return out
 
 
+def table07_claim(loaded, benches: list[str], run: str) -> Claim:
+    """"More reasoning tokens help large models" (Table 7): the largest model's reasoning prompt (R) against its
+    own Simple prompt (S), on the same questions."""
+    config, rows, _ = loaded
+    large = model_specs.model_label(config["models"][-1])
+    bound = Bound("difference > 0 points", lo=0.0, strict=True)
+    cells = {}
+    for b in benches:
+        x, y = paired_scores(rows, b, lambda r: r.get("model") == large and r.get("mode") == "think",
+                             lambda r: r.get("model") == large and r.get("mode") == "simple")
+        if x:
+            cells[b] = difference_cell(x, y, (f"{large}-R", f"{large}-S"), bound)
+    return Claim("more reasoning tokens help the large model: its reasoning prompt beats its Simple prompt "
+                 "(Table 7)", "R above S for the large models (Table 7's values not transcribed)",
+                 f"runs/{RUNS['07']}/{run}: {large}, Think prompt {config.get('think_prompt', 'instruction')} "
+                 f"({config.get('think_tokens')} tokens) against Simple", "points", bound, cells,
+                 "Table 7: large-R - large-S > 0 points")
+
+
 def table08_claims(loaded, benches: list[str], run: str) -> list[Claim]:
     _, rows, _ = loaded
     read = f"runs/{RUNS['08']}/{run}: full transfer (the small model's whole reasoning), no verification"
@@ -426,6 +448,8 @@ def build(runs: Path, run_name: str, report_dir) -> dict:
     claims = table10_claims(loaded["10"], benches, run_name, Path(runs) / RUNS["10"] / run_name)
     if loaded["08"] is not None:
         claims[3:3] = table08_claims(loaded["08"], benches, run_name)
+    if loaded["07"] is not None:
+        claims[3:3] = [table07_claim(loaded["07"], benches, run_name)]
     if loaded["09"] is not None:
         claims.append(table09_claim(loaded["09"], benches, run_name))
     if loaded["12"] is not None:

@@ -262,21 +262,45 @@ def test_the_readme_summary_gives_each_claim_its_verdicts_and_n(tmp_path):
 
 def test_table10_counts_where_batched_answers_differ_from_the_batch_1_sample(tmp_path):
     """Issue 28: batched greedy answers should equal batch-1 answers; Table 10 counts them on every query of
-    the latency sample, per system, so a difference is seen and not assumed away."""
+    the latency sample, per system (the text, and the answer it scores), so a difference is seen and not
+    assumed away."""
     from analysis import table10
 
+    batched = [{**r, "answer": r["prediction"]} for r in _table10_rows()]
+    sample = [{**r, "answer": r["prediction"]} for r in _table10_rows() if r["example_id"] != "synth-pope-9"]
+    reworded = next(r for r in sample if r["kind"] == "MAI" and r["example_id"] == "synth-pope-3")
+    reworded["prediction"] = "so: " + reworded["prediction"]  # another text, the same answer
+    flipped = next(r for r in sample if r["kind"] == "large-R" and r["example_id"] == "synth-pope-4")
+    flipped.update(prediction="another text", answer="another answer")
     runs = tmp_path / "runs"
-    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(), order="stage", batch_size=16)
-    sample = [r for r in _table10_rows() if r["example_id"] != "synth-pope-9"]  # a sample of 9 questions
-    flipped = next(r for r in sample if r["kind"] == "MAI" and r["example_id"] == "synth-pope-3")
-    flipped["prediction"] = "maybe"
+    _write_run(runs / "10_mai" / "cpu-real", batched, order="stage", batch_size=16)
     _write_run(runs / "10_mai" / "cpu-real-latency", sample, order="example")
-    counts = table10.batch_invariance(_table10_rows(), sample)
+    counts = table10.batch_invariance(batched, sample)
     systems = {r["system"] for r in sample}
-    assert set(counts) == systems and all(n == 9 for _, n in counts.values())
-    assert counts[flipped["system"]] == (8, 9)
-    assert all(same == 9 for system, (same, _) in counts.items() if system != flipped["system"])
+    assert counts[reworded["system"]] == (8, 9, 9) and counts[flipped["system"]] == (8, 8, 9)
+    assert set(counts) == systems
+    assert all(c == (9, 9, 9) for s, c in counts.items() if s not in (reworded["system"], flipped["system"]))
     text = table10.build(runs / "10_mai" / "cpu-real", tmp_path)["markdown"]
     n = 9 * len(systems)
-    assert f"the batches of 16 answered as the batch-1 sample did on {n - 1} of {n}" in text
-    assert f"{flipped['system']} 8/9" in text
+    assert (f"on the {n} queries in both runs, the batches of 16 gave the batch-1 sample's text on {n - 2} and "
+            f"its answer on {n - 1}") in text
+    assert f"{flipped['system']} 8/8/9" in text
+
+
+def test_table7_claim_reads_the_large_model_reasoning_against_its_simple_answer(tmp_path):
+    """Table 7: "more reasoning tokens help large models": the last (largest) model's Think rows against its
+    Simple rows on the same questions; the small model's rows are not read."""
+    runs = tmp_path / "runs"
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(n=40))
+    rows = []
+    for i in range(40):
+        for model, mode, right in (("1.5B", "think", i < 36), ("1.5B", "simple", i < 10),
+                                   ("0.5B", "think", False), ("0.5B", "simple", True)):
+            row = _row(i, None, None, right, 1.0, model=model, mode=mode)
+            rows.append({**row, "key": f"synth-pope-{i}|{model}|{mode}"})
+    _write_run(runs / "07_prompt_modes" / "cpu-real", rows, models=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"],
+               think_prompt="fewshot-cot", think_tokens=384)
+    claim = _claim(claims.build(runs, "cpu-real", tmp_path)["frame"], "more reasoning tokens help the large model")
+    assert claim["read"] == ("runs/07_prompt_modes/cpu-real: 1.5B, Think prompt fewshot-cot (384 tokens) "
+                             "against Simple")
+    assert claim["synth-pope"].startswith("+65 [") and "(1.5B-R 90, 1.5B-S 25), n=40: holds" in claim["synth-pope"]
