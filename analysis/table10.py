@@ -268,7 +268,7 @@ def batch_invariance_note(batched: list[dict], single: list[dict], batch_size) -
             + ", ".join(f"{system} {c[0]}/{c[1]}/{c[2]}" for system, c in counts.items())
             + ": text/answer/queries). A difference is expected where the batch's padding and shapes change "
               "the bf16 arithmetic and greedy decoding meets a near tie; a long reasoning meets more of them "
-              "(the cause is not checked per query).")
+              "(scripts/check_batch_ties.py measures the logit gap where each pair parts).")
 
 
 def scale_note(config: dict) -> str:

@@ -84,6 +84,11 @@ class HFGenerator:
                     results[i] = result
         return results
 
+    def encode(self, request: Request) -> dict:
+        """The model inputs generate would prefill for a first-stage request at batch size 1 (the rendered
+        template, the family's encoding, on the model's device)."""
+        return self._to_device(self._inputs(request)[0])
+
     def reasoning_ids(self, first: Result) -> torch.Tensor:
         """The first stage's generated tokens without a closing eos: [n]."""
         return kv_reuse.reasoning_ids(first, self.loaded.eos_token_ids)

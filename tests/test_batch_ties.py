@@ -1,0 +1,96 @@
+"""scripts/check_batch_ties.py: at the first token where a batch-1 and a batched output part, the logits of the
+prompt plus their common prefix, from the prompt generate itself prefills (tiny fp32 model, a vendored GSM8K
+question)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from mai.benchmarks import get_benchmark, load_benchmark
+from mai.evaluate import request_for
+from mai.generation import HFGenerator
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("check_batch_ties", ROOT / "scripts" / "check_batch_ties.py")
+ties = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ties)
+
+
+def test_bf16_spacing_is_the_gap_to_the_next_bf16_number():
+    for x in (0.3, 1.0, 7.9, 20.0, -33.5):
+        up = torch.tensor(abs(x)).bfloat16()
+        nxt = torch.nextafter(up, torch.tensor(float("inf"), dtype=torch.bfloat16))
+        assert ties.bf16_spacing(x) == float(nxt) - float(up)
+
+
+def test_shared_prefix_stops_at_a_word_boundary():
+    assert ties.shared_prefix("So the answer is 12.", "So the answer is 13.") == "So the answer is"
+    assert ties.shared_prefix("Klas Jan", "Klaas Jan") == ""
+    assert ties.shared_prefix("yes", "yes.") is None  # one text the other's start: no tie to measure
+
+
+def _write_run(path: Path, rows: list[dict]):
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(dict(
+        small="tiny-small", large="tiny-large", benchmarks=["gsm8k"], split="test", seed=0, think_tokens=12,
+        simple_tokens=8, think_prompt=None, attn="sdpa")))
+    (path / "results.jsonl").write_text("".join(json.dumps(dict(r, key=f"{r['example_id']}|{r['system']}")) + "\n"
+                                                for r in rows))
+
+
+def _pieces_join(tok, ids):
+    return "".join(tok.decode([t]) for t in ids) == tok.decode(ids)
+
+
+def test_the_tie_is_measured_where_the_outputs_part(tiny_large, tmp_path):
+    ex = load_benchmark("gsm8k", 2, 0, None, "test")[0]
+    gen = HFGenerator(tiny_large)
+    request = request_for(ex, get_benchmark("gsm8k"), [], "think", 12)
+    prompt = gen.encode(request)["input_ids"]
+    tok = tiny_large.tokenizer
+    greedy = tok(gen.generate(request).text, add_special_tokens=False)["input_ids"]
+    with torch.inference_mode():  # every position's logits after the prompt and greedy's tokens before it
+        logits = tiny_large.model(input_ids=torch.cat([prompt, torch.tensor([greedy])], 1)).logits[0].float()
+    n = prompt.shape[1]
+
+    def usable(k):
+        """Greedy's step k with the runner-up as the batched text's token, where the script will find it: the
+        texts' shared prefix re-tokenizes to greedy's own tokens and every piece decodes on its own."""
+        rival = int(logits[n - 1 + k].topk(2).indices[1])
+        single, batched = tok.decode(greedy[:k + 1]), tok.decode(greedy[:k]) + tok.decode([rival])
+        prefix = ties.shared_prefix(single, batched)
+        ids = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+        good = (prefix is not None and ids == greedy[:len(ids)] and _pieces_join(tok, greedy[:k + 1])
+                and tok.decode([rival]) and tok.decode([greedy[k]])[:1] != tok.decode([rival])[:1])
+        return (single, batched, rival) if good else None
+
+    found = next(((k, u) for k in range(1, len(greedy)) for u in [usable(k)] if u), None)
+    if found is None:
+        pytest.fail(f"no usable step in the tiny model's output {greedy}")
+    k, (single_text, batched_text, rival) = found
+    row = dict(example_id=ex.id, system="large-R", kind="large-R")
+    single = [dict(row, prediction=single_text), dict(row, example_id="same", prediction="x"),
+              dict(row, example_id="prefix", prediction="a b")]
+    batched = [dict(row, prediction=batched_text), dict(row, example_id="same", prediction="x"),
+               dict(row, example_id="prefix", prediction="a b c")]
+    _write_run(tmp_path / "single", single)
+    _write_run(tmp_path / "batched", batched)
+    out = tmp_path / "ties.json"
+    ties.main(["--single", str(tmp_path / "single"), "--batched", str(tmp_path / "batched"), "--kinds", "large-R",
+               "--dtypes", "fp32", "--threads", "1", "--json", str(out)])
+    report = json.loads(out.read_text())
+    cases = {c["example_id"]: c for c in report["cases"]}
+    assert set(cases) == {ex.id, "prefix"}  # equal outputs are not cases
+    assert cases["prefix"]["prefix_only"] and "fp32" not in cases["prefix"]
+    fp32 = cases[ex.id]["fp32"]
+    # The same fp32 weights at batch 1: decoding follows greedy to step k, whose top-1 is greedy's own token,
+    # and the gap to the batched text's token is the runner-up margin of an independent forward.
+    assert fp32["position"] == k
+    assert (fp32["single_token"], fp32["batched_token"]) == (tok.decode([greedy[k]]), tok.decode([rival]))
+    assert fp32["top1_is"] == "single"
+    margin = float(logits[n - 1 + k, greedy[k]] - logits[n - 1 + k, rival])
+    assert fp32["gap"] == pytest.approx(margin, abs=1e-4) and fp32["top2_margin"] == pytest.approx(margin, abs=1e-4)
+    summary = report["summary"]["large-R"]
+    assert summary["queries"] == 2 and summary["prefix_only"] == 1 and summary["fp32"]["measured"] == 1
