@@ -62,6 +62,9 @@ B7_BAND = (0.15, 0.25)  # "about 20%" of the reasoning tokens (our reading of Ap
 RUNS = {"10": "10_mai", "07": "07_prompt_modes", "08": "08_reasoning_transfer", "09": "09_layer_ablation",
         "12": "12_speculative_decoding"}
 SEED, DRAWS = 0, 10_000  # the bootstrap's: fixed, so a rebuilt table is the same table
+# Resampling a handful of queries gives an interval far narrower than the truth (one query: zero width), so
+# below this many the bootstrap gives none and the verdict is 'cannot tell' (a partial latency sample).
+MIN_BOOTSTRAP = 10
 HOLDS, NOT, UNSURE = "holds", "does not hold", "cannot tell"
 
 
@@ -102,7 +105,7 @@ def bootstrap(stat, *columns) -> tuple[float, float]:
     """95% percentile interval of stat over DRAWS resamples of the questions (paired: one index draws every
     column's value of that question); stat takes arrays of shape (DRAWS, n) and returns DRAWS values."""
     n = len(columns[0])
-    if n == 0:
+    if n < MIN_BOOTSTRAP:
         return float("nan"), float("nan")
     idx = np.random.default_rng(SEED).integers(0, n, size=(DRAWS, n))
     values = stat(*(np.asarray(c, dtype=float)[idx] for c in columns))
@@ -152,11 +155,13 @@ class Cell:
     n: int
     verdict: str
     text: str
+    value: str  # the estimate and its interval alone (text without n and the verdict)
 
 
 def cell(estimate: float, interval: tuple[float, float], n: int, bound: Bound, text: str) -> Cell:
     verdict = bound.verdict(*interval)
-    return Cell(float(estimate), float(interval[0]), float(interval[1]), n, verdict, f"{text}, n={n}: {verdict}")
+    return Cell(float(estimate), float(interval[0]), float(interval[1]), n, verdict, f"{text}, n={n}: {verdict}",
+                text)
 
 
 def summary(cells: dict[str, Cell]) -> str:
@@ -208,9 +213,9 @@ def difference_cell(x: list[float], y: list[float], names: tuple[str, str], boun
     lo, hi = newcombe_paired(x, y) if binary else bootstrap(lambda a, b: (a - b).mean(axis=1), x, y)
     mx, my = (100 * float(np.mean(v)) if v else float("nan") for v in (x, y))
     how = "" if binary else " (bootstrap)"
+    interval = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]" if lo == lo else f"[no interval under {MIN_BOOTSTRAP} questions]"
     return cell(mx - my, (100 * lo, 100 * hi), len(x), bound,
-                f"{mx - my:+.0f} [{100 * lo:+.0f}, {100 * hi:+.0f}] points{how} ({names[0]} {mx:.0f}, "
-                f"{names[1]} {my:.0f})")
+                f"{mx - my:+.0f} {interval} points{how} ({names[0]} {mx:.0f}, {names[1]} {my:.0f})")
 
 
 def ratio_cell(num: list[float], den: list[float], bound: Bound, extra: str = "") -> Cell:
@@ -220,8 +225,10 @@ def ratio_cell(num: list[float], den: list[float], bound: Bound, extra: str = ""
     medians = float(np.median(num) / np.median(den))
     lo, hi = bootstrap(lambda a, b: a.mean(axis=1) / b.mean(axis=1), num, den)
     mlo, mhi = bootstrap(lambda a, b: np.median(a, axis=1) / np.median(b, axis=1), num, den)
+    def shown(a: float, b: float) -> str:
+        return f"[{a:.2f}, {b:.2f}]" if a == a else f"[no interval under {MIN_BOOTSTRAP} queries]"
     return cell(means, (lo, hi), len(num), bound,
-                f"means {means:.2f}x [{lo:.2f}, {hi:.2f}], medians {medians:.2f}x [{mlo:.2f}, {mhi:.2f}]{extra}")
+                f"means {means:.2f}x {shown(lo, hi)}, medians {medians:.2f}x {shown(mlo, mhi)}{extra}")
 
 
 def paired_latency(rows: list[dict], bench: str, pick_num, pick_den) -> tuple[list[float], list[float]]:
@@ -533,16 +540,28 @@ README_MARKS = ("<!-- claims table: python -m analysis.claims --readme -->", "<!
 
 
 def readme_summary(claims: list[Claim], benches: list[str], config: dict) -> str:
-    """The README's short form of the table, one line a claim: its verdicts over the tasks, then each task's
-    estimate, interval and n (the full table and the figure carry the rest)."""
-    tasks = ", ".join(benches)
-    lines = [f"What the committed `{config.get('preset')}` runs say ({tasks}; each verdict follows its 95% "
-             "interval, 'cannot tell' where it crosses the paper's bound; the full table: "
-             f"[paper_tables/claims.{config.get('preset')}.md](paper_tables/claims.{config.get('preset')}.md)):", ""]
+    """The README's short form of the table: how many claim-task cells hold, then one table row a claim with
+    each task's verdict, estimate and interval, and n (the full table and the figure carry the rest)."""
+    preset = config.get("preset")
+    cells = [c for claim in claims for c in claim.cells.values()]
+    count = {v: sum(c.verdict == v for c in cells) for v in (HOLDS, NOT, UNSURE)}
+    ns = sorted({c.n for c in cells}) or [0]
+    lines = [f"What the committed `{preset}` runs say: of {len(cells)} claim-task cells "
+             f"(n = {ns[0]}-{ns[-1]} questions a cell), {count[HOLDS]} hold, {count[NOT]} do not hold and "
+             f"{count[UNSURE]} cannot tell. A verdict follows the 95% interval: 'holds' only when the whole "
+             "interval is on the paper's side of its bound, 'cannot tell' where it crosses it. Intervals, the runs "
+             f"each row reads and its transfer: [paper_tables/claims.{preset}.md](paper_tables/claims.{preset}.md).",
+             "", "| claim (the paper) | n | " + " | ".join(benches) + " |", "|---" * (len(benches) + 2) + "|"]
+    words = {HOLDS: "**holds**", NOT: "does not hold", UNSURE: "*cannot tell*"}
     for c in claims:
-        cells = "; ".join(f"{b}: {c.cells[b].text}" for b in benches if b in c.cells)
-        lines.append(f"- **{c.title}** (paper: {c.paper}): " + (f"{summary(c.cells)}. {cells}." if cells else
-                                                                 "not measured yet (no rows of the systems it compares)."))
+        n = sorted({x.n for x in c.cells.values()})
+        row = []
+        for bench in benches:
+            x = c.cells.get(bench)
+            text = "-" if x is None else f"{words[x.verdict]}: {x.value}" + (f", n={x.n}" if len(n) > 1 else "")
+            row.append(text if c.cells else "not measured yet")
+        shown = n[0] if len(n) == 1 else "per cell" if n else "-"
+        lines.append(f"| {c.title} ({c.paper}) | {shown} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 

@@ -123,7 +123,7 @@ def test_speedup_rows_name_their_table_and_give_means_and_medians(tmp_path):
     # One slow MAI query (38 s against 2 s) drags the mean: 10 / 5.6 = 1.79x by means, 5x by medians.
     _write_run(runs / "10_mai" / "cpu-real", _table10_rows(slow=38.0), transfer="sparse")
     t12 = []
-    for i in range(4):
+    for i in range(10):
         t12.append(_row(i, "1.5B-R", "target", True, 10.0))
         t12.append(_row(i, "1.5B-R + 0.5B draft", "speculative", True, 12.0, draft_proposed=10, draft_accepted=7,
                         verify_steps=3, same_as_target=True))
@@ -137,12 +137,12 @@ def test_speedup_rows_name_their_table_and_give_means_and_medians(tmp_path):
     assert float(t10["synth-pope"].split("[")[1].split(",")[0]) < 1
     assert "sparse transfer" in t10["read"] and t10["read"].startswith("runs/10_mai/cpu-real")
     t12_row = _claim(df, "MAI faster than the large model reasoning (Table 12")
-    assert t12_row["synth-pope"] == "means 4.00x [4.00, 4.00], medians 4.00x [4.00, 4.00], n=4: holds"
+    assert t12_row["synth-pope"] == "means 4.00x [4.00, 4.00], medians 4.00x [4.00, 4.00], n=10: holds"
     assert t12_row["read"] == "runs/12_speculative_decoding/cpu-real: target 1.5B-R; MAI verify=answer, full transfer"
     assert t12_row["paper"] == "2.40x (vLLM, H100)"
     spec = _claim(df, "token-level speculative decoding")
     assert spec["synth-pope"] == ("means 1.20x [1.20, 1.20], medians 1.20x [1.20, 1.20]; rejection 30% of draft "
-                                  "tokens, n=4: holds")
+                                  "tokens, n=10: holds")
 
 
 def test_table12_without_a_reasoning_target_gives_no_speedup_row(tmp_path):
@@ -250,13 +250,20 @@ def test_a_stage_major_run_reads_its_speedup_from_the_batch_1_sample(tmp_path):
 
 
 def test_the_readme_summary_gives_each_claim_its_verdicts_and_n(tmp_path):
-    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", _table10_rows(n=40, simple=40, reasoning=0))
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real", _table10_rows(n=40, simple=40, reasoning=0), order="stage")
+    _write_run(tmp_path / "runs" / "10_mai" / "cpu-real-latency", _table10_rows(n=12, simple=12, reasoning=0),
+               order="example")
     out = claims.build(tmp_path / "runs", "cpu-real", tmp_path)
-    lines = [line for line in out["readme"].splitlines() if line.startswith("- **")]
-    assert len(lines) == len(out["claims"])
-    agree = next(line for line in lines if "agree on Simple answers" in line)
-    assert "holds on 1, does not hold on 0, cannot tell on 0 of 1 tasks" in agree
-    assert "synth-pope: 100% [91-100], n=40: holds" in agree
+    lines = out["readme"].splitlines()
+    rows = [line for line in lines if line.startswith("| Table") or line.startswith("| App")]
+    assert len(rows) == len(out["claims"]) and lines[2] == "| claim (the paper) | n | synth-pope |"
+    agree = next(line for line in rows if "agree on Simple answers" in line)
+    assert agree.endswith("| 40 | **holds**: 100% [91-100] |")
+    speedup = next(line for line in rows if "faster" in line)
+    assert "| 12 | **holds**: means 5.00x" in speedup  # the latency sample's n, not the stage-major run's
+    cells = [c for claim in out["claims"] for c in claim.cells.values()]
+    held = sum(c.verdict == claims.HOLDS for c in cells)
+    assert f"of {len(cells)} claim-task cells (n = 12-40 questions a cell), {held} hold" in lines[0]
     assert "[paper_tables/claims.cpu-real.md](paper_tables/claims.cpu-real.md)" in out["readme"]
 
 
@@ -304,3 +311,13 @@ def test_table7_claim_reads_the_large_model_reasoning_against_its_simple_answer(
     assert claim["read"] == ("runs/07_prompt_modes/cpu-real: 1.5B, Think prompt fewshot-cot (384 tokens) "
                              "against Simple")
     assert claim["synth-pope"].startswith("+65 [") and "(1.5B-R 90, 1.5B-S 25), n=40: holds" in claim["synth-pope"]
+
+
+def test_a_few_queries_give_no_bootstrap_interval_and_no_verdict(tmp_path):
+    """Resampling three queries gives a near-zero-width interval: a partial latency sample says 'cannot tell'
+    until it has MIN_BOOTSTRAP queries, however large its speedup."""
+    runs = tmp_path / "runs"
+    _write_run(runs / "10_mai" / "cpu-real", _table10_rows(n=3, simple=3, reasoning=0))
+    speedup = _claim(claims.build(runs, "cpu-real", tmp_path)["frame"], "MAI faster than the large model reasoning")
+    assert "means 5.00x [no interval under 10 queries]" in speedup["synth-pope"]
+    assert speedup["synth-pope"].endswith("n=3: cannot tell")
