@@ -550,7 +550,8 @@ def readme_summary(claims: list[Claim], benches: list[str], config: dict) -> str
              f"(n = {ns[0]}-{ns[-1]} questions a cell), {count[HOLDS]} hold, {count[NOT]} do not hold and "
              f"{count[UNSURE]} cannot tell. A verdict follows the 95% interval: 'holds' only when the whole "
              "interval is on the paper's side of its bound, 'cannot tell' where it crosses it. Intervals, the runs "
-             f"each row reads and its transfer: [paper_tables/claims.{preset}.md](paper_tables/claims.{preset}.md).",
+             f"each row reads and its transfer: [paper_tables/claims.{preset}.md](paper_tables/claims.{preset}.md); "
+             "every table: [results](docs/results.md).",
              "", "| claim (the paper) | n | " + " | ".join(benches) + " |", "|---" * (len(benches) + 2) + "|"]
     words = {HOLDS: "**holds**", NOT: "does not hold", UNSURE: "*cannot tell*"}
     for c in claims:
