@@ -240,17 +240,22 @@ def sample_latency(df: pd.DataFrame, rows: list[dict], config: dict) -> tuple[pd
     return df, text
 
 
+def paired_with_batched(batched: list[dict], single: list[dict]):
+    """(batch-1 row, stage-major row) for each query of the batch-1 sample that both runs answered without error."""
+    by_key = {(r["example_id"], r["system"]): r for r in batched if not r.get("error")}
+    for r in single:
+        other = by_key.get((r["example_id"], r["system"]))
+        if not r.get("error") and other is not None:
+            yield r, other
+
+
 def batch_invariance(batched: list[dict], single: list[dict]) -> dict[str, tuple[int, int, int]]:
     """system -> (queries whose output text is the same, whose scored answer is the same, queries compared):
     each query of the batch-1 sample against the same query of the stage-major run. Greedy decoding in
     batches should give batch-1's outputs; where it does not, padding and batch shape changed the arithmetic
     enough to flip a near tie, and a long reasoning has many chances to (its answer may still agree)."""
-    by_key = {(r["example_id"], r["system"]): r for r in batched if not r.get("error")}
     out: dict[str, list[int]] = {}
-    for r in single:
-        other = by_key.get((r["example_id"], r["system"]))
-        if r.get("error") or other is None:
-            continue
+    for r, other in paired_with_batched(batched, single):
         counts = out.setdefault(r["system"], [0, 0, 0])
         counts[0] += r.get("prediction") == other.get("prediction")
         counts[1] += r.get("answer") == other.get("answer")

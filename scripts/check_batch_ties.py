@@ -47,14 +47,10 @@ def bf16_spacing(x: float) -> float:
 
 def differing(batched: list[dict], single: list[dict], kinds: list[str]) -> list[tuple[dict, dict]]:
     """(batch-1 row, stage-major row) for each query of the given kinds whose output text differs."""
-    by_key = {(r["example_id"], r["system"]): r for r in batched if not r.get("error")}
-    pairs = []
-    for r in single:
-        other = by_key.get((r["example_id"], r["system"]))
-        if (r.get("kind") in kinds and not r.get("error") and other is not None
-                and r.get("prediction") != other.get("prediction")):
-            pairs.append((r, other))
-    return pairs
+    from analysis.table10 import paired_with_batched
+
+    return [(r, other) for r, other in paired_with_batched(batched, single)
+            if r.get("kind") in kinds and r.get("prediction") != other.get("prediction")]
 
 
 def shared_prefix(a: str, b: str) -> str | None:
