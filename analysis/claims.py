@@ -207,13 +207,18 @@ def paired_scores(rows: list[dict], bench: str, pick_x, pick_y) -> tuple[list[fl
     return [x[q] for q in both], [y[q] for q in both]
 
 
+def interval_text(lo: float, hi: float, spec: str, over: str) -> str:
+    """'[lo, hi]' in the given format, or why there is none (a NaN bound: too few to bootstrap)."""
+    return f"[{lo:{spec}}, {hi:{spec}}]" if lo == lo else f"[no interval under {MIN_BOOTSTRAP} {over}]"
+
+
 def difference_cell(x: list[float], y: list[float], names: tuple[str, str], bound: Bound) -> Cell:
     """Accuracy of x minus accuracy of y in points, with the paired interval (module docstring)."""
     binary = all(v in (0, 1) for v in (*x, *y))
     lo, hi = newcombe_paired(x, y) if binary else bootstrap(lambda a, b: (a - b).mean(axis=1), x, y)
     mx, my = (100 * float(np.mean(v)) if v else float("nan") for v in (x, y))
     how = "" if binary else " (bootstrap)"
-    interval = f"[{100 * lo:+.0f}, {100 * hi:+.0f}]" if lo == lo else f"[no interval under {MIN_BOOTSTRAP} questions]"
+    interval = interval_text(100 * lo, 100 * hi, "+.0f", "questions")
     return cell(mx - my, (100 * lo, 100 * hi), len(x), bound,
                 f"{mx - my:+.0f} {interval} points{how} ({names[0]} {mx:.0f}, {names[1]} {my:.0f})")
 
@@ -225,10 +230,9 @@ def ratio_cell(num: list[float], den: list[float], bound: Bound, extra: str = ""
     medians = float(np.median(num) / np.median(den))
     lo, hi = bootstrap(lambda a, b: a.mean(axis=1) / b.mean(axis=1), num, den)
     mlo, mhi = bootstrap(lambda a, b: np.median(a, axis=1) / np.median(b, axis=1), num, den)
-    def shown(a: float, b: float) -> str:
-        return f"[{a:.2f}, {b:.2f}]" if a == a else f"[no interval under {MIN_BOOTSTRAP} queries]"
     return cell(means, (lo, hi), len(num), bound,
-                f"means {means:.2f}x {shown(lo, hi)}, medians {medians:.2f}x {shown(mlo, mhi)}{extra}")
+                f"means {means:.2f}x {interval_text(lo, hi, '.2f', 'queries')}, "
+                f"medians {medians:.2f}x {interval_text(mlo, mhi, '.2f', 'queries')}{extra}")
 
 
 def paired_latency(rows: list[dict], bench: str, pick_num, pick_den) -> tuple[list[float], list[float]]:

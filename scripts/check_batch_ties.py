@@ -169,20 +169,23 @@ def main(argv=None) -> None:
         split=config.get("split"), think_prompt=config.get("think_prompt")))}
 
     cases: list[dict] = []
+    work: list[tuple[dict, dict, dict]] = []  # (case, batch-1 row, batched row)
     for kind, kind_pairs in by_kind.items():
         role, mode = KINDS[kind]
-        spec = config[role]
-        base = [dict(example_id=s["example_id"], kind=kind, model=spec, mode=mode) for s, _ in kind_pairs]
-        cases += base
+        for single, batched in kind_pairs:
+            case = dict(example_id=single["example_id"], kind=kind, model=config[role], mode=mode,
+                        prefix_only=shared_prefix(single["prediction"], batched["prediction"]) is None)
+            cases.append(case)
+            work.append((case, single, batched))
+    # Kinds of one model (large-S and large-R) share its load: each model is loaded once per dtype.
+    for spec in dict.fromkeys(case["model"] for case in cases):
+        todo = [w for w in work if w[0]["model"] == spec and not w[0]["prefix_only"]]
         for dtype in dtypes:
             loaded = load_model(spec, device="cpu", dtype=dtype, attn_implementation=config.get("attn", "sdpa"))
             gen = HFGenerator(loaded)
-            for case, (single, batched) in zip(tqdm(base, desc=f"{kind} {dtype}", unit="query"), kind_pairs):
-                case["prefix_only"] = shared_prefix(single["prediction"], batched["prediction"]) is None
-                if case["prefix_only"]:
-                    continue
+            for case, single, batched in tqdm(todo, desc=f"{Path(str(spec)).name} {dtype}", unit="query"):
                 ex = examples[single["example_id"]]
-                request = request_for(ex, get_benchmark(ex.benchmark), [], mode, config["think_tokens"],
+                request = request_for(ex, get_benchmark(ex.benchmark), [], case["mode"], config["think_tokens"],
                                       config.get("simple_tokens"))
                 case[dtype] = branch(loaded, gen.encode(request), single["prediction"], batched["prediction"])
             del loaded, gen
