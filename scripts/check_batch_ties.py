@@ -16,6 +16,12 @@ gap between adjacent bf16 numbers: a gap of one spacing is a tie that rounding d
 
     .venv/bin/python scripts/check_batch_ties.py                   # cpu-real: Table 10's latency sample
     .venv/bin/python scripts/check_batch_ties.py --kinds large-R --limit 5 --dtypes bf16
+    .venv/bin/python scripts/check_batch_ties.py --speculative runs/12_speculative_decoding/cpu-real
+
+With --speculative, the pairs are Table 12's instead: the target decoding alone (one token a forward, the
+"single" side) against speculative decoding, which verifies the draft's tokens several to a forward (the
+"batched" side). Greedy verification keeps exactly the target's tokens in exact arithmetic (the tiny fp32
+test in tests/test_speculative.py); in bf16 the multi-token forward rounds differently, so ties go either way.
 
 The prefix is prefilled where the runs decoded it token by token, so even the bf16 logits here are not bit for
 bit the sample's: the top-1 says whether this forward picks the sample's token. A diagnostic, not a test: it
@@ -51,6 +57,14 @@ def differing(batched: list[dict], single: list[dict], kinds: list[str]) -> list
 
     return [(r, other) for r, other in paired_with_batched(batched, single)
             if r.get("kind") in kinds and r.get("prediction") != other.get("prediction")]
+
+
+def speculative_pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """(target-alone row, speculative row) for each query of a 12_speculative_decoding run whose texts differ."""
+    alone = {r["example_id"]: r for r in rows if r.get("kind") == "target" and not r.get("error")}
+    return [(alone[r["example_id"]], r) for r in rows
+            if r.get("kind") == "speculative" and not r.get("error") and r["example_id"] in alone
+            and r.get("prediction") != alone[r["example_id"]].get("prediction")]
 
 
 def shared_prefix(a: str, b: str) -> str | None:
@@ -127,6 +141,8 @@ def main(argv=None) -> None:
                    help="the batch-1 run (default: Table 10's cpu-real latency sample)")
     p.add_argument("--batched", type=Path, default=ROOT / "runs/10_mai/cpu-real",
                    help="the stage-major run of the same settings (default: Table 10's cpu-real run)")
+    p.add_argument("--speculative", type=Path, metavar="RUN", help="instead of --single/--batched: a 12_speculative_decoding run; "
+                   "its target alone against its speculative decoding (module docstring)")
     p.add_argument("--kinds", default="large-R,small-R,large-S,small-S",
                    help="row kinds to check, comma-separated (one model, one prompt mode each)")
     p.add_argument("--dtypes", default="bf16,fp32", help="dtypes of the forward, comma-separated")
@@ -152,16 +168,21 @@ def main(argv=None) -> None:
     if unknown:
         raise MaiError(f"--kinds: {', '.join(unknown)} is not one of {', '.join(KINDS)}")
     dtypes = [d for d in args.dtypes.split(",") if d]
-    for run in (args.single, args.batched):
+    runs = (args.speculative,) if args.speculative else (args.single, args.batched)
+    for run in runs:
         if not (run / CONFIG).exists():
             raise MaiError(f"{run} is not a run directory (no {CONFIG})")
-    config = json.loads((args.single / CONFIG).read_text())
+    config = json.loads((runs[0] / CONFIG).read_text())
     args.threads = args.threads or config.get("threads") or 1
     torch.set_num_threads(args.threads)
-    pairs = differing(read_rows(args.batched), read_rows(args.single), kinds)
     by_kind: dict[str, list] = {}
-    for pair in pairs:
-        by_kind.setdefault(pair[0]["kind"], []).append(pair)
+    if args.speculative:  # one kind: the target with its own prompt mode
+        by_kind["speculative"] = speculative_pairs(read_rows(args.speculative))
+        model_of = {"speculative": (config["target"], config.get("mode") or "think")}
+    else:
+        for pair in differing(read_rows(args.batched), read_rows(args.single), kinds):
+            by_kind.setdefault(pair[0]["kind"], []).append(pair)
+        model_of = {kind: (config[role], mode) for kind, (role, mode) in KINDS.items()}
     if args.limit is not None:
         by_kind = {k: v[:args.limit] for k, v in by_kind.items()}
     examples = {ex.id: ex for ex in load_examples(Namespace(
@@ -171,9 +192,9 @@ def main(argv=None) -> None:
     cases: list[dict] = []
     work: list[tuple[dict, dict, dict]] = []  # (case, batch-1 row, batched row)
     for kind, kind_pairs in by_kind.items():
-        role, mode = KINDS[kind]
+        spec, mode = model_of[kind]
         for single, batched in kind_pairs:
-            case = dict(example_id=single["example_id"], kind=kind, model=config[role], mode=mode,
+            case = dict(example_id=single["example_id"], kind=kind, model=spec, mode=mode,
                         prefix_only=shared_prefix(single["prediction"], batched["prediction"]) is None)
             cases.append(case)
             work.append((case, single, batched))
@@ -191,10 +212,13 @@ def main(argv=None) -> None:
             del loaded, gen
 
     summary = {kind: summarize([c for c in cases if c["kind"] == kind], dtypes) for kind in by_kind}
-    out = args.json or ROOT / "runs" / "bench" / f"batch_ties.{args.single.name}.json"
+    out = args.json or ROOT / "runs" / "bench" / (f"speculative_ties.{args.speculative.name}.json" if args.speculative
+                                                  else f"batch_ties.{args.single.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(
-        produced_by=dict(script="scripts/check_batch_ties.py", single=_shown(args.single), batched=_shown(args.batched),
+        produced_by=dict(script="scripts/check_batch_ties.py",
+                         **(dict(speculative=_shown(args.speculative)) if args.speculative else
+                            dict(single=_shown(args.single), batched=_shown(args.batched))),
                          models=sorted({c["model"] for c in cases}),
                          device="cpu", threads=args.threads, machine=platform.processor() or platform.machine(),
                          torch=torch.__version__),

@@ -44,7 +44,9 @@ def _pieces_join(tok, ids):
     return "".join(tok.decode([t]) for t in ids) == tok.decode(ids)
 
 
-def test_the_tie_is_measured_where_the_outputs_part(tiny_large, tmp_path):
+def _parting(tiny_large):
+    """A vendored question, the tiny model's greedy output, and a step k of it where a rival text takes the
+    runner-up token instead: what a batched run's bf16 tie would look like."""
     ex = load_benchmark("gsm8k", 2, 0, None, "test")[0]
     gen = HFGenerator(tiny_large)
     request = request_for(ex, get_benchmark("gsm8k"), [], "think", 12)
@@ -70,6 +72,22 @@ def test_the_tie_is_measured_where_the_outputs_part(tiny_large, tmp_path):
     if found is None:
         pytest.fail(f"no usable step in the tiny model's output {greedy}")
     k, (single_text, batched_text, rival) = found
+    margin = float(logits[n - 1 + k, greedy[k]] - logits[n - 1 + k, rival])
+    return ex, k, single_text, batched_text, (tok.decode([greedy[k]]), tok.decode([rival])), margin
+
+
+def _assert_measured_at(case: dict, k: int, tokens: tuple[str, str], margin: float):
+    # The same fp32 weights at batch 1: decoding follows greedy to step k, whose top-1 is greedy's own token,
+    # and the gap to the other text's token is the runner-up margin of an independent forward.
+    fp32 = case["fp32"]
+    assert fp32["position"] == k
+    assert (fp32["single_token"], fp32["batched_token"]) == tokens
+    assert fp32["top1_is"] == "single"
+    assert fp32["gap"] == pytest.approx(margin, abs=1e-4) and fp32["top2_margin"] == pytest.approx(margin, abs=1e-4)
+
+
+def test_the_tie_is_measured_where_the_outputs_part(tiny_large, tmp_path):
+    ex, k, single_text, batched_text, tokens, margin = _parting(tiny_large)
     row = dict(example_id=ex.id, system="large-R", kind="large-R")
     single = [dict(row, prediction=single_text), dict(row, example_id="same", prediction="x"),
               dict(row, example_id="prefix", prediction="a b")]
@@ -84,13 +102,24 @@ def test_the_tie_is_measured_where_the_outputs_part(tiny_large, tmp_path):
     cases = {c["example_id"]: c for c in report["cases"]}
     assert set(cases) == {ex.id, "prefix"}  # equal outputs are not cases
     assert cases["prefix"]["prefix_only"] and "fp32" not in cases["prefix"]
-    fp32 = cases[ex.id]["fp32"]
-    # The same fp32 weights at batch 1: decoding follows greedy to step k, whose top-1 is greedy's own token,
-    # and the gap to the batched text's token is the runner-up margin of an independent forward.
-    assert fp32["position"] == k
-    assert (fp32["single_token"], fp32["batched_token"]) == (tok.decode([greedy[k]]), tok.decode([rival]))
-    assert fp32["top1_is"] == "single"
-    margin = float(logits[n - 1 + k, greedy[k]] - logits[n - 1 + k, rival])
-    assert fp32["gap"] == pytest.approx(margin, abs=1e-4) and fp32["top2_margin"] == pytest.approx(margin, abs=1e-4)
+    _assert_measured_at(cases[ex.id], k, tokens, margin)
     summary = report["summary"]["large-R"]
     assert summary["queries"] == 2 and summary["prefix_only"] == 1 and summary["fp32"]["measured"] == 1
+
+
+def test_speculative_mode_pairs_the_target_alone_with_its_speculative_text(tiny_large, tmp_path):
+    ex, k, alone_text, speculative_text, tokens, margin = _parting(tiny_large)
+    rows = [dict(example_id=ex.id, system="1.5B-R", kind="target", prediction=alone_text),
+            dict(example_id=ex.id, system="1.5B-R + draft", kind="speculative", prediction=speculative_text),
+            dict(example_id=ex.id, system="MAI", kind="MAI", prediction="other"),
+            dict(example_id="same", system="1.5B-R", kind="target", prediction="x"),
+            dict(example_id="same", system="1.5B-R + draft", kind="speculative", prediction="x")]
+    _write_run(tmp_path / "spec", rows)
+    config = json.loads((tmp_path / "spec" / "config.json").read_text())
+    (tmp_path / "spec" / "config.json").write_text(json.dumps(dict(config, target="tiny-large", mode="think")))
+    out = tmp_path / "ties.json"
+    ties.main(["--speculative", str(tmp_path / "spec"), "--dtypes", "fp32", "--threads", "1", "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert [(c["example_id"], c["kind"], c["model"]) for c in report["cases"]] == [(ex.id, "speculative", "tiny-large")]
+    _assert_measured_at(report["cases"][0], k, tokens, margin)
+    assert report["produced_by"]["speculative"].endswith("spec")
