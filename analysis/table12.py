@@ -7,8 +7,8 @@ Acceptance pools every verification step of a benchmark: accepted draft tokens /
 rejection = 100 - acceptance. same_text is the share of examples whose speculative text equals the
 target's own: 100% in exact arithmetic (greedy verification keeps the target's tokens; tests/test_speculative.py
 checks it in fp32), less in bf16, where a forward verifying several tokens rounds differently from one decoding
-a token and near-ties go either way (scripts/check_batch_ties.py --speculative measures them). Every system is summarised over
-the same examples (analysis.table10.same_examples): one that failed in any system is left out of all.
+a token and near-ties go either way (scripts/check_batch_ties.py --speculative measures them). Every system is
+summarised over the same examples (analysis.table10.same_examples): one that failed in any system is left out of all.
 cached_tokens: prompt tokens per query served from a KV cache (only MAI's second stage reuses one).
 """
 from __future__ import annotations

@@ -9,8 +9,8 @@ acceptance and rejection rates, accuracy.
 For each example, in turn: the target alone (greedy, --mode, default the reasoning prompt: 8B-R); the
 target with the draft's proposals (the same greedy settings and max_new_tokens; each row records whether its
 text equals the target's: always in fp32, not always in bf16, where verifying several tokens a forward rounds
-ties differently); MAI with the draft as the small model and the target as
-the large one (full reasoning transfer). One untimed warm-up of each comes first.
+ties differently); MAI with the draft as the small model and the target as the large one (full reasoning
+transfer). One untimed warm-up of each comes first.
 
 The draft sees the image (mai.speculative explains why transformers 5.24 would not show it);
 --blind-draft runs the library as it is.

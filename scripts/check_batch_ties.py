@@ -141,8 +141,9 @@ def main(argv=None) -> None:
                    help="the batch-1 run (default: Table 10's cpu-real latency sample)")
     p.add_argument("--batched", type=Path, default=ROOT / "runs/10_mai/cpu-real",
                    help="the stage-major run of the same settings (default: Table 10's cpu-real run)")
-    p.add_argument("--speculative", type=Path, metavar="RUN", help="instead of --single/--batched: a 12_speculative_decoding run; "
-                   "its target alone against its speculative decoding (module docstring)")
+    p.add_argument("--speculative", type=Path, metavar="RUN",
+                   help="instead of --single/--batched: a 12_speculative_decoding run; its target alone against its "
+                   "speculative decoding (module docstring)")
     p.add_argument("--kinds", default="large-R,small-R,large-S,small-S",
                    help="row kinds to check, comma-separated (one model, one prompt mode each)")
     p.add_argument("--dtypes", default="bf16,fp32", help="dtypes of the forward, comma-separated")
