@@ -32,10 +32,14 @@ def _answered(bench, prediction: str, question: str) -> tuple[bool, bool]:
     return ours, cot_strict(lmms_eval_response(prediction)) != FALLBACK
 
 
-def dev_runs(runs_dir: Path) -> list[tuple[dict, list[dict], dict]]:
-    """Each dev-split run of experiments/07 (runs/07_prompt_modes/dev-*) as report.load_run reads it, read once."""
+def dev_runs(runs_dir: Path, simple: bool = False) -> list[tuple[dict, list[dict], dict]]:
+    """Each dev-split run of experiments/07 as report.load_run reads it, read once: the Think prompt's
+    (runs/07_prompt_modes/dev-<model>-<think prompt>), or with ``simple`` the Simple prompt's
+    (dev-<model>-simple-<style>: Simple rows only, at the probe cap SIMPLE_PROBE_CAP)."""
     runs = []
     for run in sorted((Path(runs_dir) / "07_prompt_modes").glob("dev-*")):
+        if ("-simple-" in run.name) != simple:
+            continue
         if (run / "results.jsonl").exists():
             runs.append(report.load_run(run))
             if runs[-1][0].get("split") != "dev":
@@ -79,6 +83,100 @@ def summarize(runs: list) -> pd.DataFrame:
     order = {b: report.benchmark_rank(b) for b in df.benchmark}
     return df.sort_values(["model", "benchmark", "think_prompt"], key=lambda c: c.map(order) if c.name == "benchmark"
                           else c).reset_index(drop=True)
+
+
+# -- the Simple prompt (issue 37): a style per benchmark that both models answer briefly, and one cap ------------
+# The rule below was written and committed before any dev row of the new Simple styles was read.
+SIMPLE_PROBE_CAP = 64  # the dev runs' --simple-tokens: long enough to see how long an unhurried answer is
+CAPS = (8, 16, 24, 32, 48, 64)  # the Simple caps considered
+READABLE = 90.0  # % of a model's answers in which MAI's agreement reading finds an answer, at least
+AT_CAP = 5.0  # % of a model's answers that run into the cap, at most
+CONSTANT = 90.0  # a model whose answers are this % one answer is flagged constant (not disqualified)
+
+
+def _stopped(row: dict) -> bool:
+    """Whether a Simple answer ended by itself (rows before issue 37 lack "stopped": below the probe cap, it did)."""
+    return row.get("stopped", row["output_tokens"] < SIMPLE_PROBE_CAP)
+
+
+def _simple_line(bench, rows: list[dict]) -> dict:
+    """One model's Simple rows on one benchmark: accuracy, readable share, cap-hit share at the probe cap,
+    the majority answer's share, mean prompt and answer length, and each answer's natural length."""
+    reads = [bench.matcher(r["question"]).read(r["prediction"]) for r in rows]
+    counts = pd.Series([a for a in reads if a]).value_counts()
+    return dict(n=len(rows), S_accuracy=report.accuracy(rows),
+                S_readable=100.0 * sum(bool(a) for a in reads) / len(rows),
+                S_hit_probe_cap=100.0 * sum(not _stopped(r) for r in rows) / len(rows),
+                S_majority=100.0 * (counts.iloc[0] if len(counts) else 0) / len(rows),
+                S_majority_answer=counts.index[0] if len(counts) else "",
+                S_input_tokens=sum(r["input_tokens"] for r in rows) / len(rows),
+                S_tokens=sum(r["output_tokens"] for r in rows) / len(rows),
+                S_tokens_max=max(r["output_tokens"] for r in rows))
+
+
+def summarize_simple(runs: list) -> tuple[pd.DataFrame, dict]:
+    """Per Simple style, model and benchmark: _simple_line; and (style, model, benchmark) -> the natural
+    lengths (output tokens, a stop token included; None where the answer ran into the probe cap)."""
+    lines, lengths = [], {}
+    for config, rows, _ in runs:
+        ok = [r for r in rows if not r.get("error") and r.get("mode") == "simple"]
+        for (bench_name, model), group in pd.DataFrame(ok).groupby(["benchmark", "model"], sort=False):
+            style = (group.iloc[0].get("meta") or {}).get("simple_prompt", "post-prompt")
+            picked = [r for r in ok if r["benchmark"] == bench_name and r["model"] == model]
+            lines.append(dict(simple_prompt=style, model=model, benchmark=bench_name,
+                              **_simple_line(get_benchmark(bench_name), picked)))
+            lengths[(style, model, bench_name)] = [r["output_tokens"] if _stopped(r) else None for r in picked]
+    df = pd.DataFrame(lines)
+    df["constant"] = df.S_majority >= CONSTANT
+    order = {b: report.benchmark_rank(b) for b in df.benchmark}
+    df = df.sort_values(["benchmark", "simple_prompt", "model"],
+                        key=lambda c: c.map(order) if c.name == "benchmark" else c).reset_index(drop=True)
+    return df, lengths
+
+
+def decide_simple(df: pd.DataFrame, lengths: dict) -> dict:
+    """The Simple prompt per benchmark and the Simple cap, by rules fixed before the dev rows were read:
+    - a style is eligible on a benchmark when, for BOTH models, MAI's agreement reading finds an answer in at
+      least READABLE% of the dev answers and at most AT_CAP% run into the probe cap;
+    - per benchmark, the eligible style with the best mean dev accuracy of the two models, then the shorter
+      prompt (mean input tokens); where none is eligible, the style whose worse model hits the cap least, then
+      the better readable share, then the accuracy, and the benchmark is named as failing the rule;
+    - the cap: the smallest of CAPS at which at most AT_CAP% of every model's chosen-style answers on every
+      benchmark would be cut (an answer is cut at cap C when its natural length, stop token included, is over
+      C; one that hit the probe cap is cut at every C), else the largest.
+    A constant model (CONSTANT% one answer) is flagged in the table, not disqualified: the prompt cannot make a
+    model know the answer, and the flag is what the tables downstream show."""
+    styles, failing, why = {}, [], []
+    for bench_name, group in df.groupby("benchmark", sort=False):
+        per = group.groupby("simple_prompt").agg(readable=("S_readable", "min"), at_cap=("S_hit_probe_cap", "max"),
+                                                 accuracy=("S_accuracy", "mean"), prompt=("S_input_tokens", "mean"),
+                                                 models=("model", "nunique"))
+        per["eligible"] = (per.readable >= READABLE) & (per.at_cap <= AT_CAP) & (per.models == df.model.nunique())
+        if per.eligible.any():
+            ranked = per[per.eligible].sort_values(["accuracy", "prompt"], ascending=[False, True])
+        else:
+            failing.append(bench_name)
+            ranked = per.sort_values(["at_cap", "readable", "accuracy"], ascending=[True, False, False])
+        styles[bench_name] = ranked.index[0]
+        why.append(f"{bench_name}: {ranked.index[0]} (" + "; ".join(
+            f"{s}: readable {r.readable:.0f}%, at cap {r.at_cap:.0f}%, accuracy {r.accuracy:.1f}"
+            f"{'' if r.eligible else ', not eligible'}" for s, r in per.sort_values("accuracy", ascending=False)
+            .iterrows()) + ")")
+
+    def cut(cap: int) -> float:
+        worst = 0.0
+        for (style, _, bench_name), natural in lengths.items():
+            if styles.get(bench_name) == style and natural:
+                worst = max(worst, 100.0 * sum(n is None or n > cap for n in natural) / len(natural))
+        return worst
+
+    cap = next((c for c in CAPS if cut(c) <= AT_CAP), CAPS[-1])
+    return dict(simple_prompt=",".join(f"{b}={s}" for b, s in styles.items()), styles=styles, simple_tokens=cap,
+                failing=failing, why="; ".join(why) + f". Cap {cap}: at most {cut(cap):.0f}% of any model's "
+                f"chosen-style dev answers on a benchmark would be cut there"
+                + (f" ({CAPS[CAPS.index(cap) - 1]} would cut {cut(CAPS[CAPS.index(cap) - 1]):.0f}%)"
+                   if cap != CAPS[0] else "") + "."
+                + (f" No style met the rule on {', '.join(failing)}." if failing else ""))
 
 
 BUDGETS = (256, 384)  # the reasoning budgets considered: the earlier preset's, and the one the dev runs decoded to

@@ -69,6 +69,7 @@ class Query:
     post_prompt: str
     simple_tokens: int
     think_prompt: str | None = None  # the Think call's user text when the run chose a style
+    simple_prompt: str | None = None  # the Simple calls' user text when the run chose a style
 
 
 def generate_batch(generator, requests: list[Request]) -> list[Result]:
@@ -87,7 +88,8 @@ def run_cascade_stage_major(cascade: Cascade, queries: list[Query]) -> list[Trac
 
     def ask(i: int) -> dict:
         q = queries[i]
-        return dict(question=q.question, images=q.images, post_prompt=q.post_prompt, think_prompt=q.think_prompt)
+        return dict(question=q.question, images=q.images, post_prompt=q.post_prompt, think_prompt=q.think_prompt,
+                    simple_prompt=q.simple_prompt)
 
     def stage(role: str, indices: list[int], requests: list[Request], mode: str | None = None,
               reasoning: bool = False) -> dict:
@@ -198,7 +200,7 @@ def cascade_batch_system(cascade: Cascade, simple_tokens: int | None = None) -> 
     """mai.evaluate.cascade_system over a batch: run_cascade_stage_major."""
     def run(items: list[Item]) -> list[dict]:
         queries = [Query(ex.question, images, bench.agreement, bench.post_prompt, _simple_tokens(bench, simple_tokens),
-                         ex.think_prompt) for ex, bench, images in items]
+                         ex.think_prompt, ex.simple_prompt) for ex, bench, images in items]
         return [trace_output(t) for t in run_cascade_stage_major(cascade, queries)]
     return run
 

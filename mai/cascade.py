@@ -153,17 +153,19 @@ class Cascade:
         return result, answer
 
     def answer(self, question: str, images: list, agreement: type[Matcher], post_prompt: str, simple_tokens: int,
-               route: str | None = None, think_prompt: str | None = None) -> Trace:
+               route: str | None = None, think_prompt: str | None = None, simple_prompt: str | None = None) -> Trace:
         """agreement: how answers to this question are read and compared (the benchmark's Matcher class).
         route: force the decision (timing studies, mai.forced): every call of the stages up to that route
         is made as usual, and the cascade ends there whatever the answers say. think_prompt: the Think
-        call's user text when the run chose a style (mai.prompts.think_text)."""
+        call's user text when the run chose a style (mai.prompts.think_text); simple_prompt: the Simple calls'
+        (reasoning transfer's too), mai.prompts.simple_text."""
         if route is not None and route not in ROUTES:
             raise ValueError(f"a forced route must be one of {ROUTES}, got {route!r}")
         cfg, calls = self.config, []
         t0 = time.perf_counter()
         match = self.matcher(agreement, question)
-        ask = dict(question=question, images=images, post_prompt=post_prompt, think_prompt=think_prompt)
+        ask = dict(question=question, images=images, post_prompt=post_prompt, think_prompt=think_prompt,
+                   simple_prompt=simple_prompt)
         simple = dict(mode="simple", max_new_tokens=simple_tokens)
         # (i) mutual verification at the Simple prompt.
         _, small_answer = self._call("small", Request(**ask, **simple), calls, match)

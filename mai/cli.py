@@ -78,6 +78,33 @@ def csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def simple_prompt_arg(text: str) -> str:
+    """--simple-prompt's value, checked: one of mai.prompts.SIMPLE_STYLES, or BENCHMARK=STYLE pairs."""
+    from mai.prompts import SIMPLE_STYLES
+
+    for item in csv_list(text):
+        style = item.partition("=")[2] if "=" in item else item
+        if style not in SIMPLE_STYLES:
+            raise argparse.ArgumentTypeError(f"unknown Simple prompt style '{style}' in '{text}'; choose from: "
+                                             f"{', '.join(SIMPLE_STYLES)}")
+    return text
+
+
+def simple_prompt_styles(value: str | None, benchmarks) -> dict[str, str]:
+    """Each benchmark's Simple prompt style from --simple-prompt ('post-prompt' where it names none)."""
+    styles = dict.fromkeys(benchmarks, "post-prompt")
+    for item in csv_list(value or ""):
+        name, sep, style = item.partition("=")
+        if not sep:
+            styles = dict.fromkeys(benchmarks, name)
+        elif name in styles:
+            styles[name] = style
+        else:
+            raise MaiError(f"--simple-prompt names {name}, which is not among --benchmarks "
+                           f"({', '.join(benchmarks)})")
+    return styles
+
+
 def int_list(text: str) -> list[int]:
     """'10,11,12' -> [10, 11, 12] (layers)."""
     try:
@@ -195,6 +222,13 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                         "zeroshot-cot ('Q: ... A: Let's think step by step.'), fewshot-cot (the benchmark's "
                         "three chain-of-thought exemplars first; bbh_*, gsm8k) (default: the preset's, else "
                         "instruction)")
+    p.add_argument("--simple-prompt", type=simple_prompt_arg, metavar="STYLE|BENCHMARK=STYLE,...",
+                   help="the Simple prompt (its reasoning transfer's too): post-prompt (the question, then the "
+                        "benchmark's lmms-eval post-prompt), format (the question, then an explicit answer-format "
+                        "instruction), fewshot-direct (three exemplars answered by their final answer alone, as "
+                        "lm-eval's bbh/fewshot; bbh_*, gsm8k); one style, or one per benchmark as "
+                        "gsm8k=fewshot-direct,bbh_sports_understanding=format (default: the preset's, else "
+                        "post-prompt)")
     p.add_argument("--data-files", action="append", metavar="BENCHMARK=PATH",
                    help="read a benchmark from local parquet files in the hub schema instead of the hub (a "
                         "BIG-bench benchmark: one task.json in BIG-bench's schema instead of the cached one)")
@@ -302,6 +336,14 @@ def check_split_and_think_prompt(args: argparse.Namespace) -> None:
         lacking = [b for b in getattr(args, "benchmarks", None) or [] if not hasattr(get_benchmark(b), attribute)]
         if lacking:
             raise MaiError(f"{_flag(flag)} {value}: {', '.join(lacking)} ship(s) no {what} (bbh_* and gsm8k do)")
+    if hasattr(args, "simple_prompt"):
+        styles = simple_prompt_styles(args.simple_prompt, getattr(args, "benchmarks", None) or [])
+        for name, style in styles.items():
+            bench = get_benchmark(name)
+            if style == "fewshot-direct" and not hasattr(bench, "direct_exemplars"):
+                raise MaiError(f"--simple-prompt fewshot-direct: {name} ships no few-shot exemplars (bbh_* and gsm8k do)")
+            if style == "format" and not bench.answer_format:
+                raise MaiError(f"--simple-prompt format: {name} has no answer-format instruction (bbh_* and gsm8k do)")
 
 
 def check_names(args: argparse.Namespace) -> None:

@@ -60,6 +60,9 @@ class Example:
     # The user text of the Think prompt when the run chose a style other than the default instruction
     # (--think-prompt: mai.prompts.think_text, e.g. the benchmark's few-shot chain-of-thought exemplars).
     think_prompt: str | None = None
+    # The user text of the Simple prompt when the run chose a style other than the benchmark's post-prompt
+    # (--simple-prompt: mai.prompts.simple_text, e.g. direct-answer few-shot exemplars).
+    simple_prompt: str | None = None
 
     def load_images(self) -> list[Image.Image]:
         """Decode every image to RGB ([] for a text-only example); ``ValueError("unreadable image in
@@ -122,6 +125,8 @@ class Benchmark:
     metric: str = ""  # what its lmms-eval metric is: relaxed, anls, pope, exact, option, ...
     headline: str = "accuracy"  # the key of aggregate() that the paper's tables report
     post_prompt: str = ""
+    # The Simple prompt's explicit answer-format instruction (--simple-prompt format), where one is written.
+    answer_format: str = ""
     max_new_tokens: int = 16
     split: str = "test"
     synthetic: bool = False

@@ -31,6 +31,12 @@ def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, outpu
     carries (a cascade's route and trace)."""
     row = base_row(key, example, fields)
     row.update(output)
+    # The row's wall-clock span (UTC): its own call's, or from its first call's start to its last call's end.
+    calls = [c.get("result", {}) for c in row.get("calls") or []]
+    starts = [c["started"] for c in calls if c.get("started")]
+    ends = [c["ended"] for c in calls if c.get("ended")]
+    if starts and "started" not in row:
+        row["started"], row["ended"] = min(starts), max(ends)
     row["prediction"] = row.pop("text")
     row["answer"] = bench.extract(row["prediction"])
     # score: lmms-eval's protocol on the raw text (what tables show); score_extracted: the same rules
@@ -63,7 +69,8 @@ def request_for(example: Example, bench: Benchmark, images: list, mode: str, thi
     max_new = (min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens) if mode == "simple"
                else think_tokens)
     return Request(question=example.question, images=images, mode=mode, post_prompt=bench.post_prompt,
-                   max_new_tokens=max_new, think_prompt=example.think_prompt, **kw)
+                   max_new_tokens=max_new, think_prompt=example.think_prompt, simple_prompt=example.simple_prompt,
+                   **kw)
 
 
 def prompt_system(generate: Callable[[Request], Result], mode: str, think_tokens: int,
@@ -205,7 +212,7 @@ def cascade_system(cascade, simple_tokens: int | None = None) -> System:
     def run(example, bench, images):
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
         return trace_output(cascade.answer(example.question, images, bench.agreement, bench.post_prompt, max_simple,
-                                           think_prompt=example.think_prompt))
+                                           think_prompt=example.think_prompt, simple_prompt=example.simple_prompt))
     return run
 
 

@@ -74,7 +74,7 @@ def forced_cascade_system(cascade, fractions: dict[str, float], seed: int = 0, s
         route = draw_route(example.id, fractions, seed)
         max_simple = min(bench.max_new_tokens, simple_tokens or bench.max_new_tokens)
         trace = cascade.answer(example.question, images, bench.agreement, bench.post_prompt, max_simple, route=route,
-                               think_prompt=example.think_prompt)
+                               think_prompt=example.think_prompt, simple_prompt=example.simple_prompt)
         return {**trace_output(trace), "forced_route": route}
     return run
 

@@ -29,7 +29,7 @@ from mai import images as images_mod
 from mai import kv_reuse, prompts
 from mai.attention import capture_attention
 from mai.models import LoadedModel
-from mai.request import STAGES, Request, Result  # noqa: F401  (the interface, imported from here by callers)
+from mai.request import STAGES, Request, Result, utc_now  # noqa: F401  (the interface, imported from here by callers)
 from mai.stage_timing import StageTimer
 
 
@@ -43,6 +43,7 @@ class HFGenerator:
     @torch.inference_mode()
     def generate(self, request: Request) -> Result:
         torch.manual_seed(self.seed)
+        started = utc_now()
         timer = StageTimer(self.loaded.device)
         inputs, first_text, cached = self._inputs(request)
         inputs = self._to_device(inputs)
@@ -56,7 +57,8 @@ class HFGenerator:
         stopped = bool(new.numel()) and int(new[-1]) in (config.eos_token_id or [])
         result = Result(text=self.loaded.tokenizer.decode(new, skip_special_tokens=True), input_tokens=n_in,
                         output_tokens=int(new.numel()), times=timer.times(), cached_tokens=cached, stopped=stopped,
-                        first_text=first_text, images=len(request.images), attention=attention)
+                        first_text=first_text, images=len(request.images), attention=attention,
+                        output_ids=new.tolist(), started=started, ended=utc_now())
         if request.keep_cache:
             kv_reuse.keep(result, self.loaded, out, inputs)
         return result
@@ -109,7 +111,7 @@ class HFGenerator:
         """A first-stage request's rendered prompt and its user text."""
         lm = self.loaded
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
-                                 lm.thinking, request.think_prompt)
+                                 lm.thinking, request.think_prompt, request.simple_prompt)
         return prompts.render(lm.processor, len(request.images), text,
                               thinking=lm.thinking and request.mode == "think", family=lm.family), text
 
@@ -176,6 +178,7 @@ class HFGenerator:
         """One left-padded generate call over first-stage requests with the same length limits."""
         lm = self.loaded
         torch.manual_seed(self.seed)
+        started = utc_now()
         timer = StageTimer(lm.device)
         rendered = [self._prompt(r) for r in requests]
         inputs = self._to_device(self._encode_batch([prompt for prompt, _ in rendered], requests))
@@ -186,10 +189,10 @@ class HFGenerator:
         width, times = inputs["input_ids"].shape[1], timer.times(len(requests))
         pads = (inputs["attention_mask"] == 0).sum(1).tolist()  # left padding of each row
         image_rows = kv_reuse.image_rows([len(r.images) for r in requests])
-        results = []
+        results, ended = [], utc_now()
         for i, (request, (_, text)) in enumerate(zip(requests, rendered)):
             result = _row_result(lm, request, out.sequences[i, width:], width - pads[i], config, times, text)
-            result.batch_size = len(requests)
+            result.batch_size, result.started, result.ended = len(requests), started, ended
             if request.keep_cache:
                 kv_reuse.keep_row(result, lm, out, inputs, i, pads[i], width + result.output_tokens, image_rows[i])
             results.append(result)
@@ -216,4 +219,4 @@ def _row_result(lm: LoadedModel, request: Request, new: torch.Tensor, n_in: int,
     n_out = int(ended[0]) + 1 if len(ended) else int(new.numel())
     return Result(text=lm.tokenizer.decode(new[:n_out], skip_special_tokens=True), input_tokens=n_in,
                   output_tokens=n_out, times=dict(times), stopped=bool(len(ended)), first_text=first_text,
-                  images=len(request.images))
+                  images=len(request.images), output_ids=new[:n_out].tolist())

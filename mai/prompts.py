@@ -31,6 +31,15 @@ THINK_INSTRUCTION = ("\nThink step by step before answering, then finish with "
 # - fewshot-cot: the benchmark's chain-of-thought exemplars (BBH's three, Suzgun et al. 2022), then the
 #   question in the same "Q: ... A: Let's think step by step." form, as lm-eval's bbh/cot_fewshot builds it.
 THINK_STYLES = ("instruction", "zeroshot-cot", "fewshot-cot")
+# The Simple prompt's styles (--simple-prompt; chosen per benchmark on a dev split, never on reported questions):
+# - post-prompt: the question, then the benchmark's lmms-eval post-prompt (the default; the paper's setting);
+# - format: the question, then the benchmark's explicit answer-format instruction (Benchmark.answer_format),
+#   which also forbids an explanation;
+# - fewshot-direct: the benchmark's three exemplars answered by their final answer alone, then the question,
+#   as lm-evaluation-harness's bbh/fewshot tasks build it ("Q: {input}\nA:", exemplars joined by a blank line;
+#   lm_eval/tasks/bbh/fewshot/*.yaml at commit 4e7e0d47f33bc71070c1d38394bafbb52b117163); GSM8K's three are
+#   its chain-of-thought exemplars' questions with the final number alone.
+SIMPLE_STYLES = ("post-prompt", "format", "fewshot-direct")
 COT_CUE = "Let's think step by step."
 ANSWER_INSTRUCTION = "Based on your reasoning above, give your final answer to the question."
 TRANSFER_TEMPLATE = "Reasoning from another model:\n{context}\n\n{question}"
@@ -52,14 +61,35 @@ def think_text(question: str, style: str, exemplars: str | None = None) -> str:
     raise ValueError(f"unknown Think prompt style '{style}'; choose from: {', '.join(THINK_STYLES)}")
 
 
+def simple_text(question: str, style: str, post_prompt: str = "", answer_format: str = "",
+                exemplars: str | None = None) -> str:
+    """The Simple prompt's user text in one of SIMPLE_STYLES; fewshot-direct needs the benchmark's
+    direct-answer exemplars (Benchmark.direct_exemplars), format its answer-format instruction."""
+    if style == "post-prompt":
+        return question + post_prompt
+    if style == "format":
+        if not answer_format:
+            raise ValueError("the format Simple prompt needs the benchmark's answer-format instruction")
+        return question + answer_format
+    if style == "fewshot-direct":
+        if not exemplars:
+            raise ValueError("the fewshot-direct Simple prompt needs the benchmark's direct-answer exemplars")
+        return f"{exemplars.strip()}\n\nQ: {question}\nA:"
+    raise ValueError(f"unknown Simple prompt style '{style}'; choose from: {', '.join(SIMPLE_STYLES)}")
+
+
 def user_text(question: str, mode: str, post_prompt: str = "", context: str | None = None,
-              thinking_checkpoint: bool = False, think_prompt: str | None = None) -> str:
+              thinking_checkpoint: bool = False, think_prompt: str | None = None,
+              simple_prompt: str | None = None) -> str:
     """The text of the user turn for one prompt mode (images are separate content parts). The Think
     prompt leaves out `post_prompt` (see the module doc); the second stage asks for it instead.
-    `think_prompt` (a style's text, think_text) replaces the question and instruction of a Think prompt."""
+    `think_prompt` (a style's text, think_text) replaces the question and instruction of a Think prompt;
+    `simple_prompt` (simple_text) replaces question + post_prompt of a Simple prompt, reasoning transfer's too."""
     if mode not in ("simple", "think"):
         raise ValueError(f"unknown prompt mode '{mode}'; choose from: simple, think")
     text = question + post_prompt if mode == "simple" else question
+    if mode == "simple" and simple_prompt:
+        text = simple_prompt
     if mode == "think" and think_prompt:
         text = think_prompt
     elif mode == "think" and not thinking_checkpoint:

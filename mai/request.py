@@ -8,11 +8,18 @@ them, mai.vllm_backend how vLLM's are read).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Any
 
 import torch
 
 STAGES = ("preprocess", "vision", "prefill", "decode")
+
+
+def utc_now() -> str:
+    """Wall-clock time in UTC, ISO 8601 to the millisecond: when a call started and ended, in its row, so that
+    the order of rows and commits can be proven from the rows alone."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
 @dataclasses.dataclass
@@ -25,6 +32,7 @@ class Request:
     min_new_tokens: int = 0  # profiling forces output lengths with it
     context: str | None = None  # reasoning transfer: another model's reasoning, prepended
     think_prompt: str | None = None  # mode "think": this user text instead of question + the instruction
+    simple_prompt: str | None = None  # mode "simple": this user text instead of question + post_prompt
     reuse: "Result | None" = None  # the first stage whose KV cache the second stage continues
     keep_cache: bool = False  # return the KV cache (a first stage that a second stage will reuse)
     # Decoder layers whose last-row attention the PREFILL records into Result.attention (sparse transfer
@@ -56,6 +64,9 @@ class Result:
     # Request.capture: layer -> the prefill's last-row attention [heads, keys] float32 CPU, keys = the
     # whole sequence (cached prefix + this prompt).
     attention: dict | None = dataclasses.field(default=None, repr=False)
+    output_ids: list[int] | None = None  # the generated token ids, a closing stop token included
+    started: str | None = None  # UTC wall clock (utc_now) when the call (its batch) began and ended
+    ended: str | None = None
 
     @property
     def mm_token_type_ids(self) -> torch.Tensor | None:
@@ -78,7 +89,10 @@ class Result:
         """The JSON-serialisable part, as stored in results rows and traces."""
         out = dict(text=self.text, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
                    cached_tokens=self.cached_tokens, times={k: round(v, 6) for k, v in self.times.items()},
-                   latency=round(self.latency, 6))
+                   latency=round(self.latency, 6), stopped=self.stopped)
+        for name in ("started", "ended", "output_ids"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         if self.stats is not None:
             out["stats"] = self.stats
         if self.batch_size is not None:

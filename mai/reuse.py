@@ -27,7 +27,7 @@ from mai.results import CONFIG, RunStore, read_rows, row_key
 # Config fields whose values decide what a system's calls are and which batches they run in (the models are
 # in the system's identity).
 SAME_SETTINGS = ("dtype", "device", "threads", "attn", "seed", "think_tokens", "simple_tokens", "think_prompt",
-                 "max_pixels", "image_policy", "benchmarks", "split", "limit", "data_files", "datasets", "order",
+                 "simple_prompt", "max_pixels", "image_policy", "benchmarks", "split", "limit", "data_files", "datasets", "order",
                  "batch_size")
 # Fields a script may lack, and the value it then runs with (experiments/08 has no --backend: transformers).
 DEFAULTS = {"backend": "hf", "tensor_parallel": 1}

@@ -113,7 +113,7 @@ def build_prompt(processor, request: Request, thinking: bool = False,
         images = state.images
     else:
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context, thinking,
-                                 request.think_prompt)
+                                 request.think_prompt, request.simple_prompt)
         prompt = prompts.render(processor, len(request.images), text, thinking=thinking and request.mode == "think",
                                 family=family)
         ids = tokenizer(prompt, add_special_tokens=False).input_ids
@@ -404,7 +404,7 @@ class VLLMGenerator:
         result = Result(text=self.tokenizer.decode(ids, skip_special_tokens=True),
                         input_tokens=len(out.prompt_token_ids or []), output_tokens=n_out, times=times,
                         cached_tokens=int(getattr(out, "num_cached_tokens", 0) or 0), stopped=stopped,
-                        first_text=state.first_text, batch_size=batch_size)
+                        first_text=state.first_text, batch_size=batch_size, output_ids=ids)
         if not timed:
             result.stats = {"timing": "wall time only (vLLM gave no per-request metrics): under decode"}
         if request.keep_cache and request.mode != "answer":

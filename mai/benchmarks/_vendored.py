@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from pathlib import Path
 
 from mai import MaiEnvironmentError, MaiError
@@ -63,6 +64,25 @@ def cot_exemplars(folder: str, name: str) -> str:
     return (rest if sep and "canary" in head else text).strip()
 
 
+_FINAL_ANSWER = re.compile(r"[Tt]he answer is (.+?)\.?\s*$")
+
+
+def direct_exemplars(cot: str) -> str:
+    """Chain-of-thought exemplars ("Q: ...\nA: Let's think step by step. ... So the answer is X.", a
+    description line first where the file has one) with each answer cut to its final "X"."""
+    blocks = []
+    for block in cot.strip().split("\n\n"):
+        if not block.startswith("Q:"):
+            blocks.append(block)  # the task's description
+            continue
+        question, sep, reasoning = block.partition("\nA:")
+        found = _FINAL_ANSWER.search(reasoning)
+        if not sep or not found:
+            raise MaiError(f"a chain-of-thought exemplar without a final answer: {block[:80]!r}")
+        blocks.append(f"{question}\nA: {found.group(1).strip()}")
+    return "\n\n".join(blocks)
+
+
 class VendoredBenchmark(Benchmark):
     """A text-only benchmark read from the repository's assets, with a dev and a test split. A subclass
     says how its examples are read (``items``: the split's (index, item) pairs) and turned into Examples
@@ -80,6 +100,13 @@ class VendoredBenchmark(Benchmark):
 
     def exemplars(self) -> str:
         return cot_exemplars(self.asset_folder, self.cot_file)
+
+    def direct_exemplars(self) -> str:
+        """The chain-of-thought exemplars answered by their final answer alone (the fewshot-direct Simple
+        prompt): what lm-eval's bbh/fewshot tasks send (their description, then "Q: {input}\nA: {target}"
+        per exemplar, joined by a blank line; lm_eval/tasks/bbh/fewshot/*.yaml at _bbh.LM_EVAL_COMMIT),
+        whose targets are these exemplars' "the answer is X" (tests/test_simple_prompts.py checks both)."""
+        return direct_exemplars(self.exemplars())
 
     def text_example(self, idx: int, split: str, question: str, references: list[str], meta: dict) -> Example:
         """A text-only Example with a stable id: the benchmark, the split, the item's index in its file."""

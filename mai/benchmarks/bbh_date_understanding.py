@@ -20,6 +20,8 @@ class BBHDateUnderstanding(BBHCotScoring, VendoredBBH):
     task = "date_understanding"
     metric = "option"
     post_prompt = POST_PROMPT
+    answer_format = ("\nRespond with only the letter of the correct option in parentheses, e.g. (A), without any "
+                     "explanation.")
     max_new_tokens = 256
     agreement = DateMatcher
     scoring = ("lm-eval bbh_cot_zeroshot_date_understanding: flexible-extract (the last option named), exact "

@@ -21,6 +21,7 @@ class BBHObjectCounting(BBHCotScoring, VendoredBBH):
     task = "object_counting"
     metric = "exact"
     post_prompt = POST_PROMPT
+    answer_format = "\nRespond with only the number, in digits, without any explanation."
     max_new_tokens = 256
     agreement = CountMatcher
     scoring = ("lm-eval bbh_cot_zeroshot_object_counting: flexible-extract (the last number), exact match "

@@ -27,6 +27,7 @@ class BBHSportsUnderstanding(BBHCotScoring, VendoredBBH):
     task = "sports_understanding"
     metric = "exact"
     post_prompt = POST_PROMPT
+    answer_format = "\nRespond with only yes or no, without any explanation."
     max_new_tokens = 128
     agreement = YesNoMatcher
     scoring = ("lm-eval bbh_cot_zeroshot_sports_understanding: flexible-extract (the last yes/no or "

@@ -72,6 +72,7 @@ class GSM8K(VendoredBenchmark):
     metric = "exact"
     headline = "flexible_extract"
     post_prompt = POST_PROMPT
+    answer_format = "\nRespond with only the final number, without any explanation or working."
     max_new_tokens = 256
     agreement = NumberMatcher
     scoring = "lm-eval gsm8k / gsm8k_cot_zeroshot: flexible-extract (the last number), exact match ignoring case"
