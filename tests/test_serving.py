@@ -28,7 +28,8 @@ from mai.evaluate import cascade_system, model_system
 from mai.generation import HFGenerator
 from mai.serving import api
 from mai.serving.app import create_app
-from mai.serving.system import ServedSystem
+from mai.serving.system import ServedSystem, StoppableGenerator
+from mai.serving.turns import Turns
 from mai.serving.worker import Worker
 
 uvicorn = pytest.importorskip("uvicorn")
@@ -57,12 +58,23 @@ def slow(system: ServedSystem, think_tokens: int = 4000) -> ServedSystem:
     return dataclasses.replace(system, cascade=cascade)
 
 
+def worker(system, threads: int = 1, max_queue: int = 16, keys: int = 0) -> Worker:
+    """The server's worker (mai.serving.server.make_worker): on transformers with more than one thread, the
+    active queries take turns (mai.serving.turns); admitted within the larger model's context."""
+    turns = None
+    if threads > 1 and isinstance(system.small.generator, StoppableGenerator):
+        turns = Turns([system.small.loaded, system.large.loaded])
+    return Worker(threads, max_queue, max_active_tokens=max(system.small.context, system.large.context), keys=keys,
+                  turns=turns)
+
+
 @contextlib.contextmanager
-def serving(system, max_queue: int = 16, limits: api.ImageLimits | None = None, **kw):
+def serving(system, max_queue: int = 16, limits: api.ImageLimits | None = None, threads: int = 1, keys: int = 0,
+            **kw):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(system, Worker(1, max_queue), "mai", limits or api.ImageLimits(), **kw)
+    app = create_app(system, worker(system, threads, max_queue, keys), "mai", limits or api.ImageLimits(), **kw)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -146,7 +158,7 @@ def test_a_concurrent_burst_answers_each_query_as_alone(system, chart_image):
     questions = [("What is the highest value?", []), ("Is a tomato a fruit?", []), ("How many bars?", []),
                  ("Which bar is red?", [chart_image]), ("What is the sum?", [chart_image]),
                  ("Which is lowest?", [chart_image.rotate(90)])]
-    with serving(system) as (base, _):
+    with serving(system, threads=8) as (base, app):  # all six active at once, in turns
         c = client(base)
 
         def ask(q):
@@ -157,6 +169,7 @@ def test_a_concurrent_burst_answers_each_query_as_alone(system, chart_image):
         with concurrent.futures.ThreadPoolExecutor(len(questions)) as pool:
             responses = list(pool.map(ask, questions))
         assert metric(base, 'mai_requests_total{status="200"}') == len(questions)
+        assert app.state.worker.turns.switches > len(questions)  # they were interleaved, not run one by one
     for (question, images), response in zip(questions, responses):
         ref = alone(system, question, images)
         assert response.choices[0].message.content == ref["text"]
@@ -284,7 +297,9 @@ def test_a_full_queue_answers_429_and_a_timeout_504(system):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--max-concurrency", "2"], "--max-concurrency is the vllm backend's"),
+    (["--max-concurrency", "0"], "--max-concurrency must be at least 1"),
+    (["--max-active-tokens", "0"], "--max-active-tokens must be at least 1"),
+    (["--max-model-len", "all"], "--max-model-len: wants a number of tokens or 'checkpoint'"),
     (["--max-queue", "0"], "--max-queue must be at least 1"),
     (["--max-images", "0"], "--max-images must be at least 1"),
     (["--max-body-bytes", "0"], "--max-body-bytes must be at least 1"),

@@ -18,8 +18,9 @@ one stops at its next stage (and, on transformers, at its next token).
 The request and response bodies are declared as pydantic models (mai.serving.api) in the OpenAPI document,
 GET /openapi.json, which tests/test_serving_fuzz.py fuzzes the live server from.
 
-The API key, when set (--api-key or MAI_API_KEY), guards /v1/* as vLLM's --api-key does: "Authorization:
-Bearer <key>", else 401; /health and /metrics stay open for probes.
+The API keys, when set (--api-key, one or more, or MAI_API_KEY), guard /v1/* as vLLM's --api-key does:
+"Authorization: Bearer <key>" with any of them, else 401; /health and /metrics stay open for probes. The key a
+query came with decides its share of the queue and its turn among the keys (mai.serving.worker).
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ class Settings:
 
     served: str  # the model name clients send and /v1/models lists
     limits: api.ImageLimits
-    api_key: str | None = None
+    api_keys: tuple[str, ...] = ()  # any of them opens /v1/*; none: open
     request_timeout: float = 600.0
     sees_images: bool = True
     on_shutdown: Callable[[], None] | None = None  # the engines' close, after the worker stopped
@@ -71,14 +72,15 @@ class Settings:
 router = APIRouter()
 
 
-def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, api_key: str | None = None,
+def create_app(system, worker: Worker, served: str, limits: api.ImageLimits, *, api_key=None,
                request_timeout: float = 600.0, sees_images: bool = True, on_shutdown=None,
                max_body_bytes: int = 16 << 20) -> FastAPI:
     """The app over a ServedSystem (mai.serving.system) and a Worker not yet started: the app's lifespan
     starts it and, at shutdown, stops it (cancelling what it holds) and calls on_shutdown (the engines')."""
     app = FastAPI(title="MAI", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.system, app.state.worker, app.state.metrics = system, worker, ServerMetrics(worker)
-    app.state.settings = Settings(served, limits, api_key, request_timeout, sees_images, on_shutdown, max_body_bytes)
+    keys = (api_key,) if isinstance(api_key, str) else tuple(api_key or ())
+    app.state.settings = Settings(served, limits, keys, request_timeout, sees_images, on_shutdown, max_body_bytes)
     app.middleware("http")(authorize)
     app.include_router(router)
     app.openapi = lambda: openapi(app)
@@ -118,12 +120,16 @@ async def lifespan(app: FastAPI):
 
 
 async def authorize(request: Request, call_next):
-    api_key = request.app.state.settings.api_key
-    if api_key and request.url.path.startswith("/v1"):
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
+    keys = request.app.state.settings.api_keys
+    request.state.api_key = None
+    if keys and request.url.path.startswith("/v1"):
+        given = request.headers.get("authorization", "").encode()
+        # Every key compared (no early exit), so the time taken says nothing about which one nearly matched.
+        matched = [k for k in keys if hmac.compare_digest(given, f"Bearer {k}".encode())]
+        if not matched:
             return error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "invalid_api_key",
                          "authentication_error")
+        request.state.api_key = matched[0]
     return await call_next(request)
 
 
@@ -173,12 +179,14 @@ async def _answer(request: Request) -> Response:
     try:
         raw = await api.read_body(request.stream(), request.headers.get("content-length"), settings.max_body_bytes)
         chat = api.parse_chat(api.parse_json(raw), settings.served, settings.limits, settings.sees_images)
-        await asyncio.to_thread(Budget(system).check, chat.question, chat.images, chat.max_tokens)
+        stages = await asyncio.to_thread(Budget(system).check, chat.question, chat.images, chat.max_tokens)
     except ContextExceeded as err:
         return JSONResponse(err.api_error().body(), status_code=400)
     except api.ApiError as err:
         return JSONResponse(err.body(), status_code=err.status)
-    query = Query(f"chatcmpl-{uuid.uuid4().hex}")
+    # The key it came with (queue shares, turns across keys) and its size (admission: mai.serving.worker).
+    query = Query(f"chatcmpl-{uuid.uuid4().hex}", key=getattr(request.state, "api_key", None),
+                  tokens=max((s.prompt_tokens + s.new_tokens for s in stages), default=0))
     try:
         job = state.worker.submit(query, lambda: system.answer(chat.question, chat.images, chat.max_tokens))
     except QueueFull as err:

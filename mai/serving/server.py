@@ -9,8 +9,9 @@ Endpoints: POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
 system's, exactly as experiments/10_mai.py computes it for the same question (same preset and backend);
 the response carries OpenAI's fields, usage summed over both models' calls, and "mai": {system, route,
 trace}. A stream request gets the whole answer as one chunk when the cascade ends (MAI's answer is known
-only then). On the transformers backend one worker thread serves queries in arrival order; on vLLM
---max-concurrency threads run queries at once and the engines batch their stages.
+only then). Up to --max-concurrency queries are active at once: on the transformers backend they take turns,
+a prefill chunk or a decoded token at a time, least served first (mai.serving.turns); on vLLM they run at once
+and the engines batch their stages, chunked prefill interleaving a long prompt with the others' decode steps.
 """
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ PRESETS = {
     "cpu-real": dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1], think_tokens=256, simple_tokens=48,
                      transfer="sparse", sparse_layer=cli.REAL_SPARSE_LAYER, **cli.real_defaults()),
 }
+# The context each preset serves by default (--max-model-len): what its hardware answers within the default
+# --request-timeout (600 s), not the checkpoint's whole context (docs/serving-limits.md has the measurements).
+# None: the checkpoint's (the paper preset runs on a GPU). Never more than the checkpoint's own.
+PRESET_CONTEXT = {"paper": None, "cpu": 32768, "cpu-text": 32768, "cpu-real": 16384}
+# vLLM's engines size their KV caches for one request this long: the default on vllm unless the preset's is less.
+VLLM_CONTEXT = 16384
+CHECKPOINT = "checkpoint"  # --max-model-len checkpoint: the checkpoint's own context
+# --max-concurrency's default: active queries (interleaved on transformers, batched by vLLM's engines).
+CONCURRENCY = 8
 BACKENDS = ("transformers", "vllm")
 
 
@@ -51,13 +61,20 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("server")
     g.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     g.add_argument("--port", type=int, default=8000)
-    g.add_argument("--api-key", default=os.environ.get("MAI_API_KEY"),
-                   help="require 'Authorization: Bearer KEY' on /v1/* (default: $MAI_API_KEY, else none)")
+    g.add_argument("--api-key", nargs="+", default=cli.csv_list(os.environ.get("MAI_API_KEY") or "") or None,
+                   help="require 'Authorization: Bearer KEY' on /v1/* with one of these keys, as vLLM's --api-key "
+                        "(default: $MAI_API_KEY, comma-separated, else none); with several, each key may hold its "
+                        "share of --max-queue waiting queries and keys are served in turn")
     g.add_argument("--backend", choices=BACKENDS, default="transformers",
-                   help="transformers: one query at a time, stage by stage (default); vllm: both models on "
-                        "vLLM's engine, --max-concurrency queries at once")
-    g.add_argument("--max-concurrency", type=int, default=1,
-                   help="vllm: queries whose cascades run at once (default 1); transformers: 1")
+                   help="transformers: the active queries take turns, a prefill chunk or a token at a time "
+                        "(default); vllm: both models on vLLM's engine, the active queries batched")
+    g.add_argument("--max-concurrency", type=int,
+                   help=f"active queries: their cascades run at once (vllm) or in turns (transformers) (default "
+                        f"{CONCURRENCY})")
+    g.add_argument("--max-active-tokens", type=int,
+                   help="a query longer than one prefill chunk becomes active only while the active queries' "
+                        "sizes (largest stage, prompt + new tokens) and its own fit this many tokens; shorter ones "
+                        "whenever a thread is free (default: --max-model-len, one longest query)")
     g.add_argument("--max-queue", type=int, default=64,
                    help="queries that may wait for a worker; past it 429 (default 64)")
     g.add_argument("--request-timeout", type=float, default=600.0,
@@ -71,11 +88,13 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-body-bytes", type=int,
                    help="largest request body accepted, else 413 before it is parsed (default: --max-images "
                         "base64 images of --max-image-bytes, plus 1 MiB)")
-    g.add_argument("--max-model-len", type=int,
+    g.add_argument("--max-model-len", type=model_len,
                    help="context of each served model: a request whose prompt (after the chat template, images "
                         "as their tokens) plus the tokens any stage may generate does not fit is refused 400 "
-                        "before it is queued (default: the checkpoint's max_position_embeddings; on vllm 16384, "
-                        "the engines' own limit, as before)")
+                        "before it is queued (default: the preset's, what its hardware answers within the "
+                        "default --request-timeout: cpu 32768, cpu-text 32768, cpu-real 16384, paper the "
+                        "checkpoint's; never above the checkpoint's max_position_embeddings; on vllm at most "
+                        f"{VLLM_CONTEXT}; '{CHECKPOINT}': the checkpoint's own)")
     g.add_argument("--max-image-bytes", type=int, default=10 * 1024 * 1024,
                    help="largest encoded image accepted (default 10 MiB)")
     g.add_argument("--max-image-pixels", type=int, default=16384 * 32 ** 2,
@@ -97,11 +116,36 @@ def parser() -> argparse.ArgumentParser:
                    help="fraction of GPU memory for both models together (default 0.85)")
     v.add_argument("--tensor-parallel", type=int, default=1)
     v.add_argument("--vllm-eager", action="store_true")
+    v.add_argument("--max-num-batched-tokens", type=int, default=VLLM_BATCHED_TOKENS,
+                   help="vLLM's chunked prefill: tokens per engine step, decode first, then prefill chunks "
+                        f"(default {VLLM_BATCHED_TOKENS}: a step with a long prompt's chunk stays short on a CPU)")
+    v.add_argument("--long-prefill-token-threshold", type=int, default=VLLM_LONG_PREFILL,
+                   help="vLLM: a prompt longer than this is long, and prefills at most this many tokens per step "
+                        f"(default {VLLM_LONG_PREFILL})")
+    v.add_argument("--max-num-partial-prefills", type=int, default=1,
+                   help="vLLM: prompts partly prefilled at once (default 1, vLLM's)")
     v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
                    help="on a CPU: each engine's KV cache in GiB (default: one longest request or 1 GiB each, "
                         "within half the available memory, as the experiments' engines)")
     cli.add_cascade_flags(p)
     return p
+
+
+# vLLM's chunked-prefill budget per engine step on its CPU engine (vllm/config/scheduler.py): tokens of one step
+# (decode tokens first), and the most a long prompt prefills per step. Small, so that the decode steps of short
+# queries batched with a long prompt's chunk stay short (docs/serving.md says what was measured).
+VLLM_BATCHED_TOKENS = 512
+VLLM_LONG_PREFILL = 256
+
+
+def model_len(text: str):
+    """--max-model-len: a number of tokens, or 'checkpoint'."""
+    if text == CHECKPOINT:
+        return CHECKPOINT
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants a number of tokens or '{CHECKPOINT}', got '{text}'") from None
 
 
 def gib_pair(text: str) -> list[float]:
@@ -128,9 +172,14 @@ def parse(argv=None) -> argparse.Namespace:
     get_benchmark(args.benchmark)
     if not 0 < args.port < 65536:
         raise MaiError(f"--port must lie in 1..65535, got {args.port}")
-    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "max_body_bytes", "threads", "think_tokens",
-                 "simple_tokens", "answer_tokens", "max_pixels", "max_model_len", "tensor_parallel"):
+    args.max_concurrency = CONCURRENCY if args.max_concurrency is None else args.max_concurrency
+    for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "max_body_bytes",
+                 "threads", "think_tokens", "simple_tokens", "answer_tokens", "max_pixels", "max_model_len",
+                 "tensor_parallel", "max_active_tokens", "max_num_batched_tokens", "long_prefill_token_threshold",
+                 "max_num_partial_prefills"):
         value = getattr(args, name)
+        if value == CHECKPOINT:
+            continue
         if value is not None and value < 1:
             raise MaiError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if args.prefill_chunk < 0:
@@ -141,9 +190,6 @@ def parse(argv=None) -> argparse.Namespace:
         from mai.vllm_backend import require_vllm
 
         require_vllm()  # one line saying how to install it, before anything loads
-    if args.backend == "transformers" and args.max_concurrency != 1:
-        raise MaiError("--max-concurrency is the vllm backend's: the transformers backend serves one query at a "
-                       "time (add --backend vllm)")
     if args.allow_image_dir is not None and not Path(args.allow_image_dir).is_dir():
         raise MaiEnvironmentError(f"--allow-image-dir {args.allow_image_dir} is not a directory")
     if args.max_body_bytes is None:
@@ -166,13 +212,25 @@ def checkpoint_context(loaded) -> int:
     return int(loaded.model.config.get_text_config().max_position_embeddings)
 
 
-def served_context(loaded, max_model_len: int | None) -> int:
-    """--max-model-len, or the checkpoint's context; longer than the checkpoint's is refused, as vLLM refuses it."""
+def served_context(loaded, max_model_len, preset: str | None = None) -> int:
+    """--max-model-len, else the preset's context (PRESET_CONTEXT) within the checkpoint's, else (or with
+    'checkpoint') the checkpoint's; a --max-model-len longer than the checkpoint's is refused, as vLLM refuses it."""
     allowed = checkpoint_context(loaded)
+    if max_model_len == CHECKPOINT:
+        return allowed
     if max_model_len is not None and max_model_len > allowed:
         raise MaiError(f"--max-model-len {max_model_len} is greater than {loaded.label}'s context ({allowed} tokens, "
                        "its config's max_position_embeddings)")
+    if max_model_len is None and PRESET_CONTEXT.get(preset):
+        return min(PRESET_CONTEXT[preset], allowed)
     return max_model_len or allowed
+
+
+def vllm_context(max_model_len, preset: str | None = None) -> int | None:
+    """The engines' --max-model-len: the flag's, else the preset's up to VLLM_CONTEXT; None: the checkpoint's."""
+    if max_model_len == CHECKPOINT:
+        return None
+    return max_model_len or min(PRESET_CONTEXT.get(preset) or VLLM_CONTEXT, VLLM_CONTEXT)
 
 
 def build(args: argparse.Namespace):
@@ -186,7 +244,7 @@ def build(args: argparse.Namespace):
     if args.backend == "transformers":
         small_model, large_model = experiment.load(args.small, args), experiment.load(args.large, args)
         cli.check_sparse_layer(config, small_model)
-        contexts = [served_context(m, args.max_model_len) for m in (small_model, large_model)]
+        contexts = [served_context(m, args.max_model_len, args.preset) for m in (small_model, large_model)]
         small, large = (StoppableGenerator(m, args.seed, args.prefill_chunk) for m in (small_model, large_model))
         close = None
         sees = small_model.family.multimodal and large_model.family.multimodal
@@ -195,7 +253,7 @@ def build(args: argparse.Namespace):
 
         pixels = experiment.pixel_kwargs(args)  # the image-size policy's bounds, as the transformers models get them
         args.min_pixels, args.max_pixels = pixels.get("min_pixels"), pixels.get("max_pixels")
-        args.max_model_len = args.max_model_len or 16384  # the engines' KV caches hold one such request
+        args.max_model_len = vllm_context(args.max_model_len, args.preset)  # the engines' KV caches hold one
         small, large, close = start_generators(args.small, args.large, args)
         contexts = [gen.max_model_len for gen in (small, large)]  # what each engine enforces
         sees = all(getattr(gen, "family", None) is None or gen.family.multimodal for gen in (small, large))
@@ -205,6 +263,21 @@ def build(args: argparse.Namespace):
     cascade = Cascade(small, large, config, *labels)
     system = ServedSystem(args.system, small, large, cascade, get_benchmark(args.benchmark), args.simple_tokens)
     return system, close, sees
+
+
+def make_worker(system, args):
+    """The worker for the built system: --max-concurrency threads, taking turns on transformers (mai.serving.turns),
+    admitted by size within --max-active-tokens (default: the larger model's context), keys' shares of the queue."""
+    from mai.serving.turns import Turns
+    from mai.serving.worker import SHORT_TOKENS, Worker
+
+    turns = None
+    if getattr(args, "backend", "transformers") == "transformers":
+        turns = Turns([system.small.loaded, system.large.loaded])
+    active = getattr(args, "max_active_tokens", None) or max(system.small.context or 0, system.large.context or 0) or None
+    chunk = getattr(args, "prefill_chunk", 0) or SHORT_TOKENS
+    return Worker(threads=args.max_concurrency, max_queue=args.max_queue, max_active_tokens=active,
+                  short_tokens=chunk, keys=len(args.api_key or ()), turns=turns)
 
 
 def serve(argv=None) -> None:
@@ -218,7 +291,7 @@ def serve(argv=None) -> None:
     system, close, sees = build(args)
     limits = api.ImageLimits(args.max_image_bytes, args.max_image_pixels,
                              Path(args.allow_image_dir) if args.allow_image_dir else None, args.max_images)
-    worker = Worker(threads=args.max_concurrency, max_queue=args.max_queue)
+    worker = make_worker(system, args)
     app = create_app(system, worker, args.served_model_name, limits, api_key=args.api_key,
                      request_timeout=args.request_timeout, sees_images=sees, on_shutdown=close,
                      max_body_bytes=args.max_body_bytes)

@@ -30,12 +30,15 @@ BASELINES = {"large-S": ("large", "simple"), "large-R": ("large", "think"),
 
 
 class _Cancelled(StoppingCriteria):
-    """Ends a transformers decode at the next token once the served query is cancelled."""
+    """After each decoded token: a yield point of the served query (Query.pause: another active query may take
+    its turn), then the decode ends at this token once the query is cancelled."""
 
     def __init__(self, query):
         self.query = query
 
     def __call__(self, input_ids, scores, **kwargs):
+        if self.query.turns is not None and not self.query.cancelled.is_set():
+            self.query.turns.pause(self.query.ticket)
         return torch.full((input_ids.shape[0],), self.query.cancelled.is_set(), dtype=torch.bool,
                           device=input_ids.device)
 
@@ -48,13 +51,15 @@ def layers(model) -> list[torch.nn.Module]:
 
 
 @contextlib.contextmanager
-def stops_between_layers(model, query):
+def stops_between_layers(model, query=None):
     """While a generate runs: before each layer's forward, stop if the query was cancelled (Aborted). A long
     prefill is one forward pass that no per-token check reaches; this cuts it at every layer, so a cancelled
     query holds the worker for at most one layer's forward (a vision block's over the image's patches, a
-    decoder layer's over the prompt), whatever the prompt's length."""
+    decoder layer's over the prompt), whatever the prompt's length. The query checked is the one whose thread
+    runs the forward (current()): other active queries, paused in their own generate, have hooks on the same
+    layers (mai.serving.turns)."""
     def check(module, args):
-        query.check()
+        (current() or query).check()
 
     handles = [layer.register_forward_pre_hook(check) for layer in layers(model)]
     try:
@@ -81,18 +86,25 @@ class StoppableGenerator(HFGenerator):
         super().__init__(loaded, seed)
         self.prefill_chunk = prefill_chunk
 
+    def _prefill_and_decode(self, inputs: dict, kwargs: dict, config, clock, capture):
+        query = current()
+        if not capture or query is None:
+            return super()._prefill_and_decode(inputs, kwargs, config, clock, capture)
+        with query.holding():  # the capture swaps the model's attention function for every caller
+            return super()._prefill_and_decode(inputs, kwargs, config, clock, capture)
+
     def _decode(self, inputs: dict, kwargs: dict, config, clock):
         query = current()
         if query is None:
             return super()._decode(inputs, kwargs, config, clock)
         with stops_between_layers(self.loaded.model, query):
             if not kwargs:  # a first stage (a second one continues its first stage's cache)
-                kwargs = self._prefill_in_chunks(inputs)
+                kwargs = self._prefill_in_chunks(inputs, query)
             return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
                                               logits_processor=LogitsProcessorList([clock]),
                                               stopping_criteria=StoppingCriteriaList([_Cancelled(query)]))
 
-    def _prefill_in_chunks(self, inputs: dict) -> dict:
+    def _prefill_in_chunks(self, inputs: dict, query=None) -> dict:
         """generate's keyword arguments after a chunked prefill of all but the prompt's last token ({} for a
         prompt of one chunk, or with images: their positions are computed over the whole prompt at once).
         generate then continues from the cache as a second stage does (mai.kv_reuse), positions counted from
@@ -106,6 +118,8 @@ class StoppableGenerator(HFGenerator):
             end = min(start + chunk, n - 1)
             per_token = {key: inputs[key][:, start:end] for key in lm.family.token_inputs if key in inputs}
             lm.model(input_ids=ids[:, start:end], cache=cache, use_cache=True, logits_to_keep=1, **per_token)
+            if query is not None:
+                query.pause()  # a yield point between chunks (mai.serving.turns)
         return {"cache": cache}
 
 

@@ -62,6 +62,13 @@ CPU_ENGINE_ENV = dict(OMP_NUM_THREADS="1", VLLM_CPU_OMP_THREADS_BIND="nobind", V
                       DO_NOT_TRACK="1", VLLM_LOGGING_LEVEL="WARNING")
 
 
+# vLLM's chunked-prefill settings (EngineArgs / SchedulerConfig, vllm 0.30.0), given by the server's flags of the
+# same names: a step runs at most max_num_batched_tokens tokens, decode tokens first, and a prompt longer than
+# long_prefill_token_threshold prefills at most that many per step, so a long prompt is interleaved with the
+# decode steps of the other requests instead of holding the engine for its whole prefill.
+CHUNKED_PREFILL = ("max_num_batched_tokens", "long_prefill_token_threshold", "max_num_partial_prefills")
+
+
 def use_cpu_engine_env() -> None:
     """The CPU engine's settings (CPU_ENGINE_ENV) unless the user set them; call before vllm is imported."""
     for key, value in CPU_ENGINE_ENV.items():
@@ -209,6 +216,11 @@ def pair_engine_args(gens: list[VLLMGenerator], args) -> list[dict]:
     or as --kv-cache-gib gives them, checked against one longest request and the memory available; sized with
     VLLM_CPU_KVCACHE_SPACE out of the environment, as the engines are built (per_engine_kv_cache)."""
     out = [dict(g.engine_args) for g in gens]
+    chunked = {name: getattr(args, name, None) for name in CHUNKED_PREFILL}
+    for engine in out:  # the server's chunked-prefill flags (mai.serving.server), as vLLM's own server takes them
+        engine.update({name: value for name, value in chunked.items() if value})
+        if any(chunked.values()):
+            engine["enable_chunked_prefill"] = True
     if not on_cpu_backend():
         return out
     for engine in out:
@@ -266,7 +278,7 @@ def start_generators(small_spec: str, large_spec: str, args) -> tuple[AsyncVLLMG
     """(small generator, large generator, close) with both engines on one event loop in this process.
 
     args: dtype, seed, max_model_len, vllm_eager, min_pixels / max_pixels, gpu_memory_utilization,
-    kv_cache_gib (each optional; defaults as mai.cli's)."""
+    kv_cache_gib, the CHUNKED_PREFILL settings (each optional; defaults as mai.cli's, vLLM's)."""
     use_cpu_engine_env()
     require_vllm()
     loop = EngineLoop()
