@@ -16,8 +16,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import latency_model, paper_numbers, report, style
+from analysis import bias, latency_model, paper_numbers, report, style
 from mai import MaiError
+from mai.benchmarks import get_benchmark
 from mai.cascade import ROUTES
 
 NAME = "table10_mai"
@@ -52,13 +53,18 @@ def summarize(rows: list[dict]) -> pd.DataFrame:
                                  *((("predicted_s", "predicted"),) if predicted else ())),
                           order=lambda key: (key[0], _ORDER.index(key[2]) if key[2] in _ORDER else len(_ORDER),
                                              _VERIFY.index(key[3]) if key[3] in _VERIFY else -1, key[1]))
-    # Route fractions: MAI only.
+    # Route fractions, MAI only, each beside the accuracy of the queries that took it: an agreement is
+    # counted whether it is right or wrong, so a route's share alone does not say it answered well.
     for route in ROUTES:
         df[f"route_{route}"] = None
+        df[f"route_{route}_acc"] = None
     for i, r in df[df.kind == "MAI"].iterrows():
-        ok = [x for x in rows if x["benchmark"] == r.benchmark and x["system"] == r.system]
+        ok = [x for x in rows if x["benchmark"] == r.benchmark and x["system"] == r.system and not x.get("error")]
+        scores = get_benchmark(r.benchmark).row_scores(ok) if ok else []
         for route in ROUTES:
-            df.at[i, f"route_{route}"] = sum(x.get("route") == route for x in ok) / len(ok) if ok else None
+            took = [s for x, s in zip(ok, scores) if x.get("route") == route]
+            df.at[i, f"route_{route}"] = len(took) / len(ok) if ok else None
+            df.at[i, f"route_{route}_acc"] = 100 * sum(took) / len(took) if took else None
     # Speedup over the large model with its reasoning prompt (the paper's reference), per benchmark.
     df["speedup_vs_R"] = None
     for _, part in df.groupby("benchmark"):
@@ -98,7 +104,8 @@ def build(run_dir, report_dir) -> dict:
     if prediction:
         rows, text = prediction
         note += " " + text
-    df = summarize(rows)
+    df = with_constant(summarize(rows), rows, config)
+    note += " " + ROUTES_NOTE
     sample = latency_sample(Path(run_dir))
     if sample is not None:
         df, text = sample_latency(df, *sample)
@@ -134,6 +141,27 @@ def build(run_dir, report_dir) -> dict:
         charts.insert(2, report.chart("table10_routes", "bar", routes, "Table 10: MAI routes (% of queries)",
                                       label="bar", value="percent"))
     return dict(tables=tables, figures=[fig], summary=summary, charts=charts, markdown=tables[0].read_text())
+
+
+ROUTES_NOTE = ("route_X: the share of MAI's queries that stopped at route X; route_X_acc: the accuracy (%) of those "
+               "queries. constant: a side of an agreement MAI counts whose answers are "
+               f"{100 * bias.CONSTANT:.0f}% or more one answer (its majority answer and share; analysis/bias.py): "
+               "its agreements track how often the other side gives that answer, not the question.")
+
+
+def with_constant(df: pd.DataFrame, rows: list[dict], config: dict) -> pd.DataFrame:
+    """MAI's lines with the constant sides of the agreements each counts ("0.5B-S 'no' 100%"), else None."""
+    rows, _ = same_examples(rows)
+    flags = []
+    for b, s, k in zip(df.benchmark, df.system, df.kind):
+        mine = [r for r in rows if r["benchmark"] == b and r["system"] == s] if k == "MAI" else []
+        sides = {side.who: side.majority for route in bias.agreement_sides(mine, config).values() for side in route}
+        constant = [f"{who} '{m.answer}' {100 * m.share:.0f}%" for who, m in sides.items() if m.constant]
+        flags.append("; ".join(constant) or None)
+    at = list(df.columns).index(f"route_{ROUTES[-1]}_acc") + 1
+    df = df.copy()
+    df.insert(at, "constant", flags)
+    return df
 
 
 def system_label(system: str, kind: str, verify) -> str:
