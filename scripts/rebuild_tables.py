@@ -6,7 +6,8 @@
 
 Each experiment's tables come from its run `runs/<experiment>/cpu-real` (the test split), or, where that run
 does not exist yet, from the BIG-bench-era history run `cpu-real-bigbench` that wrote them before; then the
-claims table (and the README's copy of it, with --readme), the dev-split record and the throughput table.
+claims table (and the README's findings from it, with --readme), the Pareto figure (accuracy against batch-1
+latency), the dev-split record and the throughput table.
 tests/test_committed_tables.py checks that the committed files are what this writes. scripts/regenerate.py
 runs the experiments themselves (hours); this only re-reads their rows (seconds).
 """
@@ -36,7 +37,7 @@ def source_run(runs: Path, experiment: str) -> Path | None:
 
 def rebuild(runs: Path, report_dir: Path, readme: Path | None = None) -> list[str]:
     """Write every table into report_dir (and the claims into `readme`, when given); returns the runs read."""
-    from analysis import claims, dev_settings, throughput
+    from analysis import claims, dev_settings, pareto, throughput
 
     read = []
     for experiment, modules in BUILDERS.items():
@@ -50,6 +51,7 @@ def rebuild(runs: Path, report_dir: Path, readme: Path | None = None) -> list[st
         out = claims.build(runs, "cpu-real", report_dir)
         if readme is not None:
             claims.update_readme(readme, out["readme"])
+        pareto.build(runs, "cpu-real", report_dir)
     dev_settings.build(runs, report_dir)
     if (runs / "bench" / "batch.hf.json").exists():
         throughput.build(runs / "bench", report_dir)
@@ -61,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", default=str(ROOT / "runs"), help="the runs directory (default: the repository's)")
     ap.add_argument("--report-dir", default=str(ROOT), help="where paper_tables/ and figures/ go (default: the "
                     "repository)")
-    ap.add_argument("--readme", action="store_true", help="also replace the README's copy of the claims table")
+    ap.add_argument("--readme", action="store_true", help="also replace the README's findings (the claims table's)")
     args = ap.parse_args(argv)
     for run in rebuild(Path(args.runs), Path(args.report_dir), ROOT / "README.md" if args.readme else None):
         print(f"rebuilt from {run}")

@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from analysis import figure01, style, table03, table07, table08, table09, table10, table12
+from analysis import figure01, pareto, style, table03, table07, table08, table09, table10, table12
 
 # think_tokens: the reasoning budget (the cpu preset's is 32: its token axes span less than a decade).
 CPU = dict(preset="cpu", benchmarks=["synth-chartqa", "synth-pope"], models=["tiny-small", "tiny-large"], layers=4,
@@ -158,6 +158,13 @@ def build_all(tmp_path, shape) -> list:
                              tmp_path)["figures"]
     figures += table12.build(_write_run(runs / "12", shape, rows12(shape, rng), models=shape["models"][::2]),
                              tmp_path)["figures"]
+    # The Pareto figure reads the runs by experiment and preset, as the committed ones are laid out.
+    layout = tmp_path / "layout"
+    _write_run(layout / "10_mai" / shape["preset"], shape, rows10(shape, rng), models=shape["models"][::2])
+    _write_run(layout / "07_prompt_modes" / shape["preset"], shape, rows07(shape, rng))
+    _write_run(layout / "12_speculative_decoding" / shape["preset"], shape, rows12(shape, rng),
+               models=shape["models"][::2])
+    figures += pareto.build(layout, shape["preset"], tmp_path)["figures"]
     return figures
 
 
@@ -178,7 +185,7 @@ def test_every_figure_is_readable(tmp_path, monkeypatch, caplog, shape):
                                       f"table3_stage_times{suffix}.png", f"table8_reasoning_transfer{suffix}.png",
                                       f"table9_layer_ablation{suffix}.png",
                                       "table9_layer_ablation_attention_mass.cpu-smollm2.png", f"table10_mai{suffix}.png",
-                                      f"table12_speculative{suffix}.png"])
+                                      f"table12_speculative{suffix}.png", f"pareto{suffix}.png"])
     assert {name: problems for name, problems in checked.items() if problems} == {}
     for png in figures:
         assert png.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
