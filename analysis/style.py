@@ -35,7 +35,7 @@ ROUTE_COLORS = dict(zip(("simple", "reasoning", "transfer"), sns.color_palette("
 ROUTE_NAMES = {"simple": "agree on Simple answers", "reasoning": "agree after small reasoning",
                "transfer": "reasoning transfer"}
 # The claims figure's verdicts (analysis/claims.py): a colour and a marker each, so they read in grey too.
-VERDICT_COLORS = {"holds": _CB[2], "does not hold": _CB[3], "cannot tell": "0.55"}
+VERDICT_COLORS = {"holds": _CB[2], "does not hold": _CB[3], "cannot tell": "0.55", "not judged": _CB[0]}
 FOOTER_RECT = (0, 0.05, 1, 0.95)  # constrained layout leaves the bottom 5% to the footer line
 THEME = dict(style="whitegrid", context="paper", font_scale=1.0)
 
