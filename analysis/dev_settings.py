@@ -89,7 +89,10 @@ def summarize(runs: list) -> pd.DataFrame:
 # The rule below was written and committed before any dev row of the new Simple styles was read.
 SIMPLE_PROBE_CAP = 64  # the dev runs' --simple-tokens: long enough to see how long an unhurried answer is
 CAPS = (8, 16, 24, 32, 48, 64)  # the Simple caps considered
-READABLE = 90.0  # % of a model's answers in which MAI's agreement reading finds an answer, at least
+# % of a model's answers that are readable, at least: MAI's agreement reading finds the answer the scorer reads
+# (_readable; the rule as first committed read "finds an answer", which counts any text for yes/no tasks, whose
+# reading is the cleaned answer itself: mended before the choice was made, the thresholds unchanged).
+READABLE = 90.0
 AT_CAP = 5.0  # % of a model's answers that run into the cap, at most
 CONSTANT = 90.0  # a model whose answers are this % one answer is flagged constant (not disqualified)
 
@@ -99,10 +102,25 @@ def _stopped(row: dict) -> bool:
     return row.get("stopped", row["output_tokens"] < SIMPLE_PROBE_CAP)
 
 
+def _readable(bench, prediction: str, question: str) -> str:
+    """MAI's agreement reading of an answer when it is the answer the scorer reads (lm-eval's flexible-extract),
+    else "": "A: yes" is scored yes but compared as "a: yes", so it would not agree with a plain "yes"."""
+    from mai.benchmarks.gsm8k import flexible
+
+    response = lmms_eval_response(prediction)
+    extracted = (bench.reference_extract(response, question, None) if hasattr(bench, "reference_extract")
+                 else flexible(response))
+    if extracted == FALLBACK:
+        return ""
+    match = bench.matcher(question)
+    read = match.read(prediction)
+    return read if read and read == match.read(extracted) else ""
+
+
 def _simple_line(bench, rows: list[dict]) -> dict:
     """One model's Simple rows on one benchmark: accuracy, readable share, cap-hit share at the probe cap,
     the majority answer's share, mean prompt and answer length, and each answer's natural length."""
-    reads = [bench.matcher(r["question"]).read(r["prediction"]) for r in rows]
+    reads = [_readable(bench, r["prediction"], r["question"]) for r in rows]
     counts = pd.Series([a for a in reads if a]).value_counts()
     return dict(n=len(rows), S_accuracy=report.accuracy(rows),
                 S_readable=100.0 * sum(bool(a) for a in reads) / len(rows),
@@ -221,6 +239,27 @@ def reasoning_lengths(runs: list) -> dict[str, list[int]]:
     return out
 
 
+SIMPLE_NAME = "dev_settings_simple"
+
+
+def build_simple(runs_dir, report_dir) -> dict:
+    """The Simple prompt's dev table (paper_tables/dev_settings_simple.<preset>.*) and what decide_simple chose."""
+    runs = dev_runs(runs_dir, simple=True)
+    df, lengths = summarize_simple(runs)
+    chosen = decide_simple(df, lengths)
+    config, rows, described = runs[0]
+    note = ("Dev split only (mai.benchmarks._vendored: 50 seeded questions a BBH task, 50 of GSM8K's train file). "
+            f"{report.provenance_note(config, described, rows)} Every style ran at the probe cap "
+            f"{SIMPLE_PROBE_CAP} (--simple-tokens). S_readable: MAI's agreement reading finds an answer; "
+            "S_hit_probe_cap: the answer ran into the probe cap; S_majority: the most common answer's share (its "
+            f"answer beside it; constant: at least {CONSTANT:.0f}%); S_input_tokens: the prompt's mean length. "
+            f"Chosen by the rules of analysis/dev_settings.decide_simple: {chosen['why']}")
+    tables = report.write_table(df, report_dir, SIMPLE_NAME, config, note,
+                                "Dev-split settings: the Simple prompt per style, model and task: accuracy (%), "
+                                "readable and cap-hit shares, the majority answer's share, lengths")
+    return dict(tables=tables, frame=df, chosen=chosen, markdown=tables[0].read_text())
+
+
 def build(runs_dir, report_dir) -> dict:
     runs = dev_runs(runs_dir)
     df = summarize(runs)
@@ -244,6 +283,7 @@ def main(argv=None) -> None:
     ap.add_argument("--report-dir", default=".", help="where paper_tables/ goes (default: the repository)")
     args = ap.parse_args(argv)
     print(build(args.runs, args.report_dir)["markdown"])
+    print(build_simple(args.runs, args.report_dir)["markdown"])
 
 
 if __name__ == "__main__":

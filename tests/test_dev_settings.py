@@ -35,3 +35,45 @@ def test_the_frozen_settings_are_the_ones_the_committed_dev_rows_choose():
     runs = dev_runs(Path(__file__).resolve().parent.parent / "runs")
     chosen = decide(summarize(runs), reasoning_lengths(runs))
     assert (chosen["think_prompt"], chosen["think_tokens"]) == (cli.REAL_THINK_PROMPT, cli.REAL_THINK_TOKENS)
+
+
+def _simple_frame(rows):
+    return pd.DataFrame([dict(simple_prompt=s, model=m, benchmark=b, S_readable=r, S_hit_probe_cap=c, S_accuracy=a,
+                              S_input_tokens=t) for s, m, b, r, c, a, t in rows])
+
+
+def test_simple_rule_takes_the_best_eligible_style_and_the_smallest_safe_cap():
+    from analysis.dev_settings import decide_simple
+
+    df = _simple_frame([("post-prompt", "0.5B", "gsm8k", 98, 14, 10, 100), ("post-prompt", "1.5B", "gsm8k", 98, 90, 40, 100),
+                        ("format", "0.5B", "gsm8k", 100, 2, 8, 106), ("format", "1.5B", "gsm8k", 95, 4, 30, 106),
+                        ("fewshot-direct", "0.5B", "gsm8k", 60, 0, 50, 220),
+                        ("fewshot-direct", "1.5B", "gsm8k", 100, 0, 60, 220)])
+    # post-prompt is more accurate but runs into the cap; fewshot-direct is unreadable for the 0.5B.
+    lengths = {("format", "0.5B", "gsm8k"): [3] * 96 + [20] * 3 + [None],
+               ("format", "1.5B", "gsm8k"): [3] * 100, ("post-prompt", "0.5B", "gsm8k"): [None] * 100}
+    chosen = decide_simple(df, lengths)
+    assert chosen["styles"] == {"gsm8k": "format"} and not chosen["failing"]
+    assert chosen["simple_tokens"] == 8  # 4% of the 0.5B's answers are longer than 8: within the 5% allowed
+    lengths[("format", "0.5B", "gsm8k")] = [3] * 90 + [20] * 9 + [None]
+    assert decide_simple(df, lengths)["simple_tokens"] == 24  # 10% are over 8 and 16, 1% over 24
+
+
+def test_simple_rule_names_a_benchmark_no_style_serves():
+    from analysis.dev_settings import decide_simple
+
+    df = _simple_frame([("post-prompt", "0.5B", "gsm8k", 98, 14, 10, 100), ("post-prompt", "1.5B", "gsm8k", 98, 9, 40, 100),
+                        ("format", "0.5B", "gsm8k", 100, 6, 8, 106), ("format", "1.5B", "gsm8k", 95, 4, 30, 106)])
+    chosen = decide_simple(df, {})
+    assert chosen["styles"] == {"gsm8k": "format"} and chosen["failing"] == ["gsm8k"]  # 6% at cap beats 14%
+
+
+def test_a_prefixed_answer_is_not_readable():
+    """'A: yes' is scored yes but would be compared as 'a: yes': it does not count as readable."""
+    from analysis.dev_settings import _readable
+    from mai.benchmarks import get_benchmark
+
+    sports = get_benchmark("bbh_sports_understanding")
+    assert _readable(sports, "yes", "q") == "yes" and _readable(sports, "A: yes", "q") == ""
+    assert _readable(get_benchmark("gsm8k"), "The total is $1,250.", "q") == repr(1250.0)
+    assert _readable(get_benchmark("gsm8k"), "none", "q") == ""
