@@ -32,10 +32,16 @@ def build(run_dir, report_dir) -> dict:
         if weights:  # not a released checkpoint: a quantised copy, dequantised to fp32
             note = re.sub(r"REAL weights \([^)]*\)", weights, note)
         return _build_mass_curve(rows, config, described, note, report_dir)
-    df = report.summarize(rows, by=("benchmark", "system", "layer"),
+    # Number-aware rows (experiments/09 --spans token,number) get a column of their own; a run of the paper's
+    # selection alone keeps the table it always had.
+    spans = any(r.get("span") not in (None, "token") for r in rows)
+    if spans:
+        rows = [{**r, "span": r.get("span") or ("token" if r.get("layer") is not None else "")} for r in rows]
+    df = report.summarize(rows, by=("benchmark", "system", "layer", *(("span",) if spans else ())),
                           means=(("kept_tokens", "kept_tokens"), ("reasoning_tokens", "reasoning_tokens"),
                                  ("kept_fraction", "kept_fraction"), ("latency_s", "latency")),
-                          order=lambda k: (k[0], -1 if k[2] is None else k[2], k[1]))
+                          order=lambda k: (k[0], -1 if k[2] is None else k[2], [s == "number" for s in k[3:]],
+                                           k[1]))
     df["layer"] = pd.array([None if v is None or v != v else int(v) for v in df.layer], dtype="Int64")
     df["kept_fraction"] = df.kept_fraction.astype(float) * 100  # in %, as the paper's 20%
     df = df.rename(columns={"kept_fraction": "kept_%"})
@@ -48,6 +54,8 @@ def build(run_dir, report_dir) -> dict:
             for s, layer in zip(df.system, df.layer.astype(object).where(df.layer.notna(), None))]
     summary = report.stable_summary(df, keys, ("accuracy", "kept_tokens", "kept_%", "latency_s"))
     sparse = df[df.layer.notna()].assign(layer=lambda d: d.layer.astype(int))
+    if spans:  # the summary's and charts' per-layer lines are the paper's selection
+        sparse = sparse[sparse.span == "token"]
     # One key whatever the layers run (a sweep step runs one): the mean over this run's layers.
     for bench, part in sparse.groupby("benchmark"):
         for col in ("accuracy", "kept_tokens", "kept_%"):
@@ -105,6 +113,13 @@ def _plot_layers(df: pd.DataFrame, path: Path, config: dict, described: dict, no
     for row, bench in zip(axes, benches):
         part = df[df.benchmark == bench]
         sparse = part[part.layer.notna()].sort_values("layer")
+        if "span" in part:
+            numbers = sparse[sparse.span == "number"]
+            sparse = sparse[sparse.span == "token"]
+            kw = dict(ms=3, color=style.color("sparse RT"), alpha=0.6)
+            row[0].plot(numbers.layer.astype(int), numbers.accuracy.astype(float), "s--", label="number-aware", **kw)
+            row[1].plot(numbers.layer.astype(int), numbers.kept_tokens.astype(float), "s--", **kw)
+            row[2].plot(numbers.layer.astype(int), numbers["kept_%"], "s--", **kw)
         x = sparse.layer.astype(int)
         sparse_color = style.color("sparse RT")
         row[0].plot(x, sparse.accuracy.astype(float), "o-", ms=3, color=sparse_color, label="sparse transfer")

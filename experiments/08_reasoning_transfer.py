@@ -18,11 +18,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table08  # noqa: E402
-from mai import cli, experiment  # noqa: E402
+from mai import MaiError, cli, experiment  # noqa: E402
 from mai.batch import (model_batch_system, run_systems_stage_major, sparse_transfer_batch_system,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import Cascade  # noqa: E402
-from mai.evaluate import model_system, run_systems, sparse_transfer_system, transfer_system  # noqa: E402
+from mai.evaluate import (SpanVariants, model_system, run_systems, sparse_transfer_system,  # noqa: E402
+                          transfer_system)
 from mai.generation import HFGenerator  # noqa: E402
 
 EXPERIMENT = "08_reasoning_transfer"
@@ -56,12 +57,18 @@ def main(argv=None):
     g.add_argument("--sparse-layer", type=int, help="the small model's layer whose attention ranks the reasoning "
                    "(default: the preset's; none: full transfer only, the paper's Table 8)")
     g.add_argument("--delta", type=float, help="cumulative attention mass kept (default: the preset's, else 0.8)")
+    g.add_argument("--spans", type=cli.csv_list, help="the sparse row's spans: token (the paper's selection), number "
+                   "(ours: a kept token of a number keeps the whole number); a row each, all from one reasoning and "
+                   "capture per question (default: the preset's, else token)")
     p.add_argument("--order", choices=cli.ORDERS, help="example: one question at a time (default); stage: each "
                    "system over the questions in batches of --batch-size (throughput: times are batch shares)")
     p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
     cli.add_reuse_flag(p)
     args = cli.parse(p, PRESETS, argv)
     args.delta, args.batch_size = args.delta or 0.8, args.batch_size or 16
+    args.spans = args.spans or ["token"]
+    if "token" not in args.spans or set(args.spans) - {"token", "number"}:
+        raise MaiError(f"--spans takes token (always) and number, got {','.join(args.spans)}")
     args.models = [m for m in (args.small, args.mid, args.large) if m]
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = experiment.open_run(EXPERIMENT, args)
@@ -89,9 +96,14 @@ def main(argv=None):
         config = cli.cascade_config(args)
         cli.check_sparse_layer(config, small.loaded)
         cascade = Cascade(small, large, config, S, L)
+        others = SpanVariants(tuple(s for s in args.spans if s != "token"))
         systems.append(({"system": f"{L}-S + {S} sparse reasoning", "kind": "sparse transfer"},
-                        sparse_transfer_system(cascade, think, simple),
-                        sparse_transfer_batch_system(cascade, think, simple)))
+                        sparse_transfer_system(cascade, think, simple, others),
+                        sparse_transfer_batch_system(cascade, think, simple, others)))
+        for span in others.spans:  # after the token row, whose reasoning and capture they read
+            systems.append(({"system": f"{L}-S + {S} sparse reasoning ({span}s)", "kind": f"sparse transfer ({span})"},
+                            sparse_transfer_system(cascade, think, simple, others, span),
+                            sparse_transfer_batch_system(cascade, think, simple, others, span)))
     if args.order == "stage":
         run_systems_stage_major(store, systems, examples, args.batch_size, desc="systems",
                                 reuse_from=cli.reuse_dir(args))

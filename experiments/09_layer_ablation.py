@@ -77,6 +77,10 @@ def main(argv=None):
     p.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation")
     p.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"], help="sink handling")
     p.add_argument("--query", default="answer", choices=["answer", "reasoning_end"], help="query position")
+    p.add_argument("--spans", type=cli.csv_list,
+                   help="token (the paper's selection), number (ours: a kept token of a number keeps the whole "
+                        "number); with both, each layer's number-aware row beside its token one, from the same "
+                        "capture (default: the preset's, else token)")
     p.add_argument("--think-tokens", type=int, help="max new tokens of the small model's reasoning")
     p.add_argument("--simple-tokens", type=int, help="cap on lmms-eval's max new tokens for the Simple prompt")
     p.add_argument("--order", choices=cli.ORDERS,
@@ -85,7 +89,9 @@ def main(argv=None):
                         "(throughput: latencies are batch shares)")
     p.add_argument("--batch-size", type=int, help="--order stage: questions per batch (default: the preset's, else 16)")
     args = cli.parse(p, PRESETS, argv, estimate=gpu_estimate.layer_ablation_notice)
-    args.batch_size = args.batch_size or 16
+    args.batch_size, args.spans = args.batch_size or 16, args.spans or ["token"]
+    if "token" not in args.spans or set(args.spans) - {"token", "number"}:
+        raise MaiError(f"--spans takes token (always) and number, got {','.join(args.spans)}")
     if os.environ.get("WANDB_SWEEP_ID") and args.run_name == args.preset:
         # A `wandb agent` step (09_layer_ablation.sweep.yaml): one run directory per (layers, delta), since a
         # run directory with rows refuses another configuration.
@@ -124,7 +130,7 @@ def main(argv=None):
                                                                       args.query))
         return [captured[ex.id] for ex, _, _ in items]
 
-    def selection(layer, att):
+    def selection(layer, att, span="token"):
         """(context, kept tokens, extra row fields): Full (layer None) hands the whole reasoning over."""
         if layer is None:
             # The attention-mass curve (App. B.7) at every captured layer, once per example.
@@ -132,13 +138,13 @@ def main(argv=None):
                 fractions={str(k): v for k, v in att.fractions(args.delta, args.heads, args.sink).items()},
                 shares={str(k): v for k, v in att.shares().items()})
         context, kept = sparse_reasoning(small.loaded.tokenizer, att, SparseOptions(layer, args.delta, args.heads,
-                                                                                    args.sink))
+                                                                                    args.sink, span))
         return context, kept, {}
 
-    def transfer(layer):
+    def transfer(layer, span="token"):
         """The large model's Simple answer after the layer's selection, over a batch of examples."""
         def run(items):
-            chosen = [(text, att, *selection(layer, att)) for text, att in reasoning(items)]
+            chosen = [(text, att, *selection(layer, att, span)) for text, att in reasoning(items)]
             finals = generate(large, [request_for(ex, bench, images, "simple", think, simple,
                                                   context=text if context is None else context)
                                       for (ex, bench, images), (text, _, context, _, _) in zip(items, chosen)])
@@ -154,6 +160,11 @@ def main(argv=None):
         many = transfer(layer)
         systems.append(({"system": "Full" if layer is None else f"L{layer}", "layer": layer},
                         lambda ex, bench, images, many=many: many([(ex, bench, images)])[0], many))
+    for span in [s for s in args.spans if s != "token"]:  # ours beside the paper's, from the same captures
+        for layer in layers:
+            many = transfer(layer, span)
+            systems.append(({"system": f"L{layer} {span}s", "layer": layer, "span": span},
+                            lambda ex, bench, images, many=many: many([(ex, bench, images)])[0], many))
     if args.order == "stage":
         run_systems_stage_major(store, systems, examples, args.batch_size, desc="layers")
     else:

@@ -58,6 +58,10 @@ from mai import MaiError
 CAPTURE_IMPLEMENTATION = "mai_capture"  # the name registered with transformers' attention interfaces
 HEAD_REDUCTIONS = ("mean", "max")
 SINK_OPTIONS = ("keep", "drop_first", "renormalize")
+# What one selected token brings with it: itself (the paper's selection), or the whole number it is part of
+# (ours, "number-aware": a tokenizer that splits numbers digit by digit, as Qwen's does, otherwise hands the
+# large model "2" of "25" and drops "5"; see whole_numbers).
+SPANS = ("token", "number")
 # Relative slack when testing "the cumulative weight reaches delta of the total", so that a threshold hit
 # exactly in exact arithmetic (e.g. weights 0.4, 0.4, 0.2 and delta 0.8) is not missed by rounding.
 MASS_RTOL = 1e-12
@@ -71,9 +75,12 @@ class SparseOptions:
     delta: float = 0.8
     heads: str = "mean"
     sink: str = "keep"
+    span: str = "token"  # one of SPANS; "token" is the paper's
 
     def __post_init__(self):
         _check_delta(self.delta)
+        if self.span not in SPANS:
+            raise ValueError(f"span must be one of {SPANS}, got {self.span!r}")
         if self.heads not in HEAD_REDUCTIONS:
             raise ValueError(f"heads must be one of {HEAD_REDUCTIONS}, got {self.heads!r}")
         if self.sink not in SINK_OPTIONS:
@@ -418,6 +425,46 @@ def reasoning_weights(row: torch.Tensor, reasoning_positions: Sequence[int], hea
     return weights
 
 
+def _number_part(piece: str) -> str:
+    """'digit' for a token of digits alone, 'mark' for a lone '.' or ',' (inside a number when digits flank
+    it), '' for anything else."""
+    piece = piece.strip()
+    if piece.isdigit() and piece.isascii():
+        return "digit"
+    return "mark" if piece in (".", ",") else ""
+
+
+def whole_numbers(tokenizer, token_ids: Sequence[int], kept: Iterable[int]) -> list[int]:
+    """``kept`` (indices into ``token_ids``) grown so that a kept token of a number brings the whole number:
+    the run of digit tokens around it, with the '.' or ',' between two digit tokens ("1,250", "3.5"), and a
+    whitespace-only token just before it (Qwen's tokenizer splits " 25" into " ", "2", "5"), so that the number
+    stays a word of its own in the sparse text. A number is what a tokenizer that splits digits one per token
+    (Qwen2/Qwen3's) leaves in separate tokens; the selection itself is unchanged, only widened. Sorted, without
+    repeats."""
+    pieces = [tokenizer.decode([int(t)]) for t in token_ids]
+    parts = [_number_part(p) for p in pieces]
+    n = len(parts)
+
+    def in_number(i: int) -> bool:
+        if parts[i] == "digit":
+            return True
+        return parts[i] == "mark" and 0 < i < n - 1 and parts[i - 1] == parts[i + 1] == "digit"
+
+    out = set(int(i) for i in kept)
+    for i in list(out):
+        if not in_number(i):
+            continue
+        lo, hi = i, i
+        while lo > 0 and in_number(lo - 1):
+            lo -= 1
+        while hi < n - 1 and in_number(hi + 1):
+            hi += 1
+        if lo > 0 and pieces[lo - 1] and not pieces[lo - 1].strip():
+            lo -= 1
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
 def sparse_text(tokenizer, token_ids: Sequence[int], kept: Iterable[int], **decode_kwargs) -> str:
     """The kept reasoning tokens as text: ``tokenizer.decode`` of the kept ids in their original order.
 
@@ -436,6 +483,7 @@ __all__ = [
     "HEAD_REDUCTIONS",
     "MASS_RTOL",
     "SINK_OPTIONS",
+    "SPANS",
     "AttentionCapture",
     "SparseOptions",
     "capture_attention",
@@ -444,4 +492,5 @@ __all__ = [
     "reasoning_weights",
     "select_by_mass",
     "sparse_text",
+    "whole_numbers",
 ]

@@ -33,6 +33,7 @@ from mai.benchmarks import get_benchmark
 from mai.cascade import Call, Cascade, Trace
 from mai.data import Benchmark, Example
 from mai.evaluate import (
+    SpanVariants,
     System,
     check_example,
     error_row,
@@ -182,13 +183,28 @@ def transfer_batch_system(small, large, think_tokens: int, simple_tokens: int | 
     return run
 
 
-def sparse_transfer_batch_system(cascade: Cascade, think_tokens: int, simple_tokens: int | None = None) -> BatchSystem:
+def sparse_transfer_batch_system(cascade: Cascade, think_tokens: int, simple_tokens: int | None = None,
+                                 others: SpanVariants | None = None, span: str | None = None) -> BatchSystem:
     """mai.evaluate.sparse_transfer_system over a batch: all reasoning in one batch (each keeping its cache for
-    the attention capture), the captures one at a time, all answers in another batch."""
+    the attention capture), the captures one at a time, all answers in another batch. ``others`` and ``span``:
+    as there (a span variant reuses the reasoning and capture of the cascade's own span where it can)."""
     def run(items: list[Item]) -> list[dict]:
-        thoughts = generate_batch(cascade.small, [request_for(ex, bench, images, "think", think_tokens, keep_cache=True)
-                                                  for ex, bench, images in items])
-        kept = [sparse_context(cascade, t, bench.post_prompt) for (_, bench, _), t in zip(items, thoughts)]
+        taken = [others.take(ex.id, span) if span is not None else None for ex, _, _ in items]
+        todo = [item for item, t in zip(items, taken) if t is None]
+        made = iter(generate_batch(cascade.small, [request_for(ex, bench, images, "think", think_tokens,
+                                                               keep_cache=True) for ex, bench, images in todo]))
+        thoughts, kept = [], []
+        for (ex, bench, _), t in zip(items, taken):
+            if t is not None:
+                thoughts.append(t[0])
+                kept.append(t[1])
+                continue
+            thoughts.append(next(made))
+            if span is not None:
+                kept.append(cascade.reasoning_contexts(thoughts[-1], None, bench.post_prompt, (span,))[span])
+                thoughts[-1].cache = None
+            else:
+                kept.append(sparse_context(cascade, thoughts[-1], bench.post_prompt, others, ex.id))
         finals = generate_batch(cascade.large, [request_for(ex, bench, images, "simple", think_tokens, simple_tokens,
                                                             context=k[0])
                                                 for (ex, bench, images), k in zip(items, kept)])

@@ -135,14 +135,25 @@ class Cascade:
                           post_prompt: str) -> tuple[str, int | None, int, Call | None]:
         """What transfer hands the large model: (context, kept tokens, reasoning tokens, the capture's
         own call or None). Both transfers count the reasoning alike: its tokens without a stop token."""
+        return self.reasoning_contexts(thought, second, post_prompt)[self.config.sparse.span
+                                                                     if self.config.sparse else "token"]
+
+    def reasoning_contexts(self, thought: Result, second: Result | None, post_prompt: str,
+                           spans: tuple[str, ...] | None = None) -> dict[str, tuple]:
+        """reasoning_context for each of ``spans`` (SparseOptions.span; default: the configured one) from ONE
+        capture, so that the span variants of a sparse transfer differ only in what the selection keeps."""
         cfg = self.config
         n_reasoning = thought.content_tokens
         if cfg.transfer == "full":
-            return thought.text, None, n_reasoning, None
+            return {"token": (thought.text, None, n_reasoning, None)}
         att = reasoning_attention(self.small, thought, post_prompt, [cfg.sparse.layer], cfg.query, second)
         call = None if att.source == "second stage" else attention_call(att, self.names["small"])
-        context, kept = sparse_reasoning(self.small.loaded.tokenizer, att, cfg.sparse)
-        return context, kept, n_reasoning, call
+        out = {}
+        for span in spans or (cfg.sparse.span,):
+            context, kept = sparse_reasoning(self.small.loaded.tokenizer, att,
+                                             dataclasses.replace(cfg.sparse, span=span))
+            out[span] = (context, kept, n_reasoning, call)
+        return out
 
     def _call(self, role: str, request: Request, calls: list[Call], match: Matcher, mode: str | None = None,
               reasoning: bool = False):

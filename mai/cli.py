@@ -526,6 +526,9 @@ def add_cascade_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--heads", default="mean", choices=["mean", "max"], help="head aggregation (sparse)")
     g.add_argument("--sink", default="keep", choices=["keep", "drop_first", "renormalize"],
                    help="sink handling (sparse): drop_first zeroes the first reasoning token's weight")
+    g.add_argument("--span", default="token", choices=["token", "number"],
+                   help="what a selected reasoning token brings (sparse): token, itself (the paper's); number, the "
+                        "whole number it is part of (ours: Qwen's tokenizer splits numbers digit by digit)")
     g.add_argument("--query", default="answer", choices=["answer", "reasoning_end"],
                    help="whose attention ranks the reasoning: the answer position (default) or the last "
                         "reasoning token")
@@ -541,7 +544,8 @@ def cascade_config(args: argparse.Namespace):
             raise MaiError("--transfer sparse needs --sparse-layer L (the paper uses L10-L14 of the 2B)")
         if not 0 < args.delta <= 1:  # parse() checked it already; `python -m mai answer` parses on its own
             raise MaiError(f"--delta must lie in (0, 1], got {args.delta}")
-        sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink)
+        sparse = SparseOptions(layer=args.sparse_layer, delta=args.delta, heads=args.heads, sink=args.sink,
+                               span=getattr(args, "span", "token"))
     return CascadeConfig(think_tokens=args.think_tokens, answer_tokens=args.answer_tokens, verify=args.verify,
                          transfer=args.transfer or "full", sparse=sparse, query=args.query,
                          agree=getattr(args, "agree", "paper"))

@@ -7,6 +7,7 @@ error) becomes an error row and the loop goes on.
 """
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from typing import Callable, Iterable
 
@@ -154,27 +155,57 @@ def transfer_system(small, large, think_tokens: int, simple_tokens: int | None =
     return run
 
 
-def sparse_transfer_system(cascade, think_tokens: int, simple_tokens: int | None = None) -> System:
+def sparse_transfer_system(cascade, think_tokens: int, simple_tokens: int | None = None,
+                           others: SpanVariants | None = None, span: str | None = None) -> System:
     """Sparse reasoning transfer without verification (Table 8's sparse row): the small model reasons, the
     reasoning tokens holding the cascade's delta of its attention at its sparse layer are kept (mai.transfer,
-    as MAI's transfer stage keeps them), and the large model answers the Simple prompt with them prepended."""
+    as MAI's transfer stage keeps them), and the large model answers the Simple prompt with them prepended.
+    ``others``: keep the other spans' selections of the same capture there; with ``span`` as well, this is that
+    span's row, read off what the cascade's own row kept (SpanVariants.take) where it can."""
     small, large = cascade.small, cascade.large
 
     def run(example, bench, images):
-        thought = small.generate(request_for(example, bench, images, "think", think_tokens, keep_cache=True))
-        kept = sparse_context(cascade, thought, bench.post_prompt)
+        taken = others.take(example.id, span) if span is not None else None
+        if taken is not None:
+            thought, kept = taken
+        else:
+            thought = small.generate(request_for(example, bench, images, "think", think_tokens, keep_cache=True))
+            if span is not None:
+                kept = cascade.reasoning_contexts(thought, None, bench.post_prompt, (span,))[span]
+                thought.cache = None
+            else:
+                kept = sparse_context(cascade, thought, bench.post_prompt, others, example.id)
         final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
                                            context=kept[0]))
         return sparse_output(cascade, thought, final, kept)
     return run
 
 
-def sparse_context(cascade, thought: Result, post_prompt: str) -> tuple:
+def sparse_context(cascade, thought: Result, post_prompt: str, others: dict | None = None, key: str = "") -> tuple:
     """(context, kept tokens, reasoning tokens, the capture's call or None): MAI's sparse selection of a
-    reasoning (Cascade.reasoning_context, read from a kept KV cache), which frees that cache."""
-    out = cascade.reasoning_context(thought, None, post_prompt)
+    reasoning (Cascade.reasoning_context, read from a kept KV cache), which frees that cache. With ``others``
+    (SpanVariants), the other spans' selections from the same capture are kept there under ``key``."""
+    spans = (cascade.config.sparse.span, *(others.spans if others is not None else ()))
+    out = cascade.reasoning_contexts(thought, None, post_prompt, spans)
     thought.cache = None  # the KV cache is not needed any more
-    return out
+    if others is not None:
+        others.kept[key] = (thought, out)
+    return out[spans[0]]
+
+
+@dataclasses.dataclass
+class SpanVariants:
+    """Table 8's sparse row in other spans (SparseOptions.span, e.g. the number-aware one) read off the SAME
+    reasoning and capture as the row of the cascade's own span: example id -> (reasoning, span -> context)."""
+
+    spans: tuple[str, ...]
+    kept: dict = dataclasses.field(default_factory=dict)
+
+    def take(self, key: str, span: str):
+        """(reasoning, that span's context tuple) when the row of the cascade's own span made them, else None
+        (a resumed run whose own-span rows were written earlier: the variant reasons and captures anew)."""
+        thought, contexts = self.kept.pop(key, (None, {}))
+        return (thought, contexts[span]) if span in contexts else None
 
 
 def sparse_output(cascade, thought: Result, final: Result, kept: tuple) -> dict:

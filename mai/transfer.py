@@ -33,7 +33,7 @@ import torch
 
 from mai import prompts
 from mai.attention import (SparseOptions, capture_attention, mass_fraction, reasoning_weights, select_by_mass,
-                           sparse_text)
+                           sparse_text, whole_numbers)
 from mai.generation import HFGenerator, Result
 from mai.stage_timing import sync
 
@@ -204,6 +204,8 @@ def capture_reasoning(model, inputs: dict, start: int, reasoning_ids: list[int],
 
 
 def sparse_reasoning(tokenizer, attention: ReasoningAttention, options: SparseOptions) -> tuple[str, int]:
-    """The kept reasoning as text, and how many tokens were kept."""
+    """The kept reasoning as text, and how many tokens were kept (a number-aware span: after widening)."""
     kept = attention.kept(options)
+    if options.span == "number":
+        kept = whole_numbers(tokenizer, attention.reasoning_ids[:attention.candidates], kept)
     return sparse_text(tokenizer, attention.reasoning_ids, kept, skip_special_tokens=True), len(kept)

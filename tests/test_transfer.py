@@ -82,3 +82,22 @@ def test_capture_after_a_second_stage_cuts_the_cache_back(first_stage, eager_row
     att = reasoning_attention(gen, first, POST, [LAYER], "reasoning_end", second)
     assert att.source == "cache" and att.input_tokens - att.cached_tokens == 1
     torch.testing.assert_close(att.rows[LAYER], want, atol=1e-4, rtol=0)
+
+
+def test_number_aware_span_keeps_whole_numbers():
+    """span="number" widens the paper's selection to whole numbers, on the real Qwen tokenizer, which splits
+    numbers one digit a token; span="token" (the paper's) keeps exactly what the mass selects."""
+    from mai.attention import whole_numbers
+    from mai.tokenizer_sources import family_tokenizer
+
+    tok = family_tokenizer("qwen2_5_vl")  # Qwen2.5's vocabulary, as the real pair's
+    ids = tok("So 1,250 + 3.5 = 1253.5 and 20 - 7.", add_special_tokens=False).input_ids
+    pieces = [tok.decode([i]) for i in ids]
+    digit = pieces.index("5")  # the "5" of "1,250"
+    kept = whole_numbers(tok, ids, [digit])
+    assert tok.decode([ids[i] for i in kept]) == " 1,250"
+    seven = len(pieces) - 2  # "7", whose "." after it ends the sentence, not a number
+    assert tok.decode([ids[i] for i in whole_numbers(tok, ids, [seven])]) == " 7"
+    assert whole_numbers(tok, ids, [0]) == [0]  # a word brings nothing
+    with pytest.raises(ValueError, match="span"):
+        SparseOptions(layer=0, span="word")
