@@ -14,9 +14,13 @@
    request whose client leaves after 50 ms (disconnect), and a 12,000-word question (within every served
    context) whose client gives up after 0.5 s, mid-prefill (timeout). Each kind has the status the server
    must count for it.
-4. Waits (bounded) for the queue and the running queries to reach 0, reads GET /metrics, the server's resident
+4. Long phase: the same valid questions, one at a time, while --long-workers threads send long but legal
+   questions (--long-words words, within every served context, each answered 200) back to back for as long as
+   the valid ones run. The valid (short) queries' p50 and p99 here against the clean phase's are the ratio that
+   says whether a long query holds the short ones (issue 40: at most 3x).
+5. Waits (bounded) for the queue and the running queries to reach 0, reads GET /metrics, the server's resident
    memory (its process tree's VmRSS) at the start of the clean phase and at the end, stops the server.
-5. Answers each valid question alone the way experiments/10_mai.py does (mai.evaluate.cascade_system over the
+6. Answers each valid question alone the way experiments/10_mai.py does (mai.evaluate.cascade_system over the
    backend's own generators, mai.experiment.scale_generators), in this process after the server stopped (so
    the real pair is never loaded twice at once), and compares every served answer with it.
 Prints one JSON summary and exits 1 if any check fails. Loopback only, every loop bounded in count and time.
@@ -109,6 +113,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="bad requests per valid one in the mixed phase, at least (default 3; at least one of each kind)")
     p.add_argument("--bad-workers", type=int, default=2, help="threads sending bad traffic (default 2)")
     p.add_argument("--client-timeout", type=float, default=300, help="a valid request's client timeout, s")
+    p.add_argument("--long-words", type=int, default=4000,
+                   help="words of the long but legal question of the long phase (default 4000; 0: no long phase)")
+    p.add_argument("--long-workers", type=int, default=1, help="threads sending long questions (default 1)")
+    p.add_argument("--long-timeout", type=float, default=1800, help="a long request's client timeout, s")
     p.add_argument("--ready-timeout", type=float, default=900, help="seconds for the server to load")
     p.add_argument("--server-arg", action="append", default=[], help="one more flag for the server (repeatable)")
     args = p.parse_args(argv)
@@ -177,6 +185,21 @@ def send_bad(base: str, kinds: dict, turns, stop_when: threading.Event, minimum:
             sent.setdefault(kind, []).append(got)
 
 
+def send_long(base: str, model: str, words: int, timeout: float, stop_when: threading.Event, sent: list,
+              started: threading.Event) -> None:
+    """Long but legal questions, one after another, until the valid ones are done (bounded: 1,000)."""
+    body = {"model": model, "messages": [{"role": "user", "content": "word " * words + "Which word is it?"}]}
+    for _ in range(1000):
+        if stop_when.is_set():
+            return
+        started.set()
+        try:
+            got = httpx.post(f"{base}/v1/chat/completions", json=body, timeout=timeout).status_code
+        except httpx.TimeoutException:
+            got = 499
+        sent.append(got)
+
+
 def references(args, questions: list[str]) -> list[str]:
     """Each question's answer as experiments/10_mai.py computes it alone (after the server stopped)."""
     from mai import cli, experiment
@@ -228,6 +251,20 @@ def main(argv=None) -> int:
                     done.set()
                 for future in bad:
                     future.result()
+            long_phase, long_sent = [], []
+            if args.long_words:
+                done, started = threading.Event(), threading.Event()
+                with concurrent.futures.ThreadPoolExecutor(args.long_workers) as pool:
+                    longs = [pool.submit(send_long, base, model, args.long_words, args.long_timeout, done, long_sent,
+                                         started) for _ in range(args.long_workers)]
+                    started.wait(60)
+                    time.sleep(1.0)  # the long question is admitted and running when the first short one comes
+                    try:
+                        long_phase = ask_valid(client, model, asked)
+                    finally:
+                        done.set()
+                    for future in longs:
+                        future.result()
             deadline = time.time() + 120
             while time.time() < deadline:
                 m = metrics(base)
@@ -242,8 +279,8 @@ def main(argv=None) -> int:
     counted = {int(name.split('"')[1]): int(value) for name, value in m.items()
                if name.startswith("mai_requests_total{") and value}
     # What the clients saw (a client that left counts 499): the server must have counted the same.
-    expected = {200: len(questions) + 2 * len(asked)}
-    for status in itertools.chain(*sent.values()):
+    expected = {200: len(questions) + 2 * len(asked) + len(long_phase)}
+    for status in itertools.chain(*sent.values(), long_sent):
         expected[status] = expected.get(status, 0) + 1
     clean_s, mixed_s = [s for _, s in clean], [s for _, s in mixed]
     summary = dict(
@@ -255,14 +292,26 @@ def main(argv=None) -> int:
         latency_s=dict(clean_p50=round(percentile(clean_s, 0.5), 3), clean_p99=round(percentile(clean_s, 0.99), 3),
                        mixed_p50=round(percentile(mixed_s, 0.5), 3), mixed_p99=round(percentile(mixed_s, 0.99), 3)),
         rss_mib=dict(start=rss_start, end=rss_end),
+        long_sent=dict(words=args.long_words, statuses=sorted(long_sent)),
         queue_depth_end=m.get("mai_queue_depth"), running_end=m.get("mai_queries_running"),
         requests_counted=counted, requests_expected=expected)
     lat = summary["latency_s"]
     summary["latency_ratio"] = dict(p50=round(lat["mixed_p50"] / lat["clean_p50"], 2),
                                     p99=round(lat["mixed_p99"] / lat["clean_p99"], 2))
+    if long_phase:
+        long_s = [s for _, s in long_phase]
+        lat.update(long_p50=round(percentile(long_s, 0.5), 3), long_p99=round(percentile(long_s, 0.99), 3))
+        # The short queries with long traffic against without it, in the same run (issue 40: at most 3x).
+        summary["latency_ratio_long"] = dict(p50=round(lat["long_p50"] / lat["clean_p50"], 2),
+                                             p99=round(lat["long_p99"] / lat["clean_p99"], 2))
+        summary["answers_equal_10_mai"]["long"] = sum(a == r for (a, _), r in zip(long_phase, ref * args.rounds))
     failures = []
     if summary["answers_equal_10_mai"]["clean"] != len(asked) or summary["answers_equal_10_mai"]["mixed"] != len(asked):
         failures.append("a served answer differs from 10_mai's")
+    if long_phase and summary["answers_equal_10_mai"]["long"] != len(asked):
+        failures.append("a served answer beside long traffic differs from 10_mai's")
+    if long_phase and set(long_sent) != {200}:
+        failures.append(f"long but legal questions answered {sorted(set(long_sent))}, not 200")
     wrong = {k: v for k, v in sent.items() if set(v) != {kinds[k][2]}}
     if wrong:
         failures.append(f"statuses other than expected: { {k: sorted(set(v)) for k, v in wrong.items()} }")

@@ -19,7 +19,7 @@ from mai.serving.system import Checked, StoppableGenerator, layers, stops_betwee
 from test_serving import VALID, alone, image_message, metric, serving, system  # noqa: F401  (the module's fixture)
 
 pytest.importorskip("uvicorn")
-WORDS = 300_000  # the question of the issue: far past the tiny models' 262,144-token context
+WORDS = 300_000  # the question of issue 30: far past the cpu preset's 32,768-token context (the checkpoints' 262,144)
 
 
 def with_contexts(system, small: int, large: int):
@@ -43,7 +43,7 @@ def test_the_issue_s_two_requests_are_4xx_within_a_second_and_the_next_is_served
         r, seconds = post(http, huge)
         assert (r.status_code, r.json()["error"]["code"]) == (400, "context_length_exceeded")
         assert r.json()["error"]["message"] == ("stage 'small Simple' (small model tiny-small) cannot fit: "
-                                                + context_message(262144, WORDS, 8, at_least=True))
+                                                + context_message(32768, WORDS, 8, at_least=True))
         assert seconds < 1.0
         r, seconds = post(http, deep)
         assert (r.status_code, r.json()["error"]["code"]) == (400, "json_too_deep") and seconds < 1.0
@@ -207,3 +207,18 @@ def test_cancelled_queries_hold_no_place_in_a_full_queue():
     finally:
         release.set()
         worker.stop()
+
+
+def test_each_preset_serves_its_own_context_and_the_checkpoint_s_by_flag(system):
+    from mai.serving import server
+
+    assert (system.small.context, system.large.context) == (32768, 32768)  # the cpu preset's (server.PRESET_CONTEXT)
+    loaded = system.small.loaded
+    assert server.served_context(loaded, None, "cpu") == 32768
+    assert server.served_context(loaded, "checkpoint", "cpu") == 262144  # --max-model-len checkpoint
+    assert server.served_context(loaded, None, "paper") == 262144  # no preset context: the checkpoint's
+    assert server.served_context(loaded, 1000, "cpu") == 1000
+    assert server.vllm_context(None, "cpu") == 16384 and server.vllm_context(None, "cpu-real") == 16384
+    assert server.vllm_context("checkpoint", "cpu") is None
+    with pytest.raises(Exception, match="greater than tiny-small's context"):
+        server.served_context(loaded, 300_000, "cpu")
