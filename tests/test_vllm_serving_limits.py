@@ -88,3 +88,30 @@ def test_a_short_soak_keeps_valid_answers_10_mai_s_and_the_server_clean():
     assert summary["answers_equal_10_mai"] == {"clean": 2, "mixed": 2, "of": 2}
     assert summary["bad_statuses"]["over_context"] == [400] and summary["bad_statuses"]["timeout"] == [499]
     assert summary["requests_counted"] == summary["requests_expected"]
+
+
+def test_a_short_query_behind_a_long_one_is_answered_within_3x_its_alone_latency(vllm_system):
+    """Issue 40 on vLLM's terms: both queries active at once (--max-concurrency), the engines' chunked prefill
+    (--max-num-batched-tokens 512, --long-prefill-token-threshold 256) interleaving the long prompt's chunks with the
+    short one's decode steps; each answer is the one it gets alone."""
+    import concurrent.futures
+
+    from test_serving_fairness import SHORT, ask
+    from test_serving import serving
+
+    long = "word " * 12_000 + "Which word is it?"  # ~12,000 tokens, within the engines' 16,384
+    with serving(vllm_system, threads=8) as (base, _), httpx.Client(base_url=base) as http:
+        ask(http, SHORT)
+        alone, alone_s = min((ask(http, SHORT) for _ in range(2)), key=lambda r: r[1])
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            behind = pool.submit(ask, http, long)  # first: its prompt is not in the prefix cache yet
+            time.sleep(3.0)
+            short, short_s = ask(http, SHORT)
+            still = not behind.done()
+            long_r, long_s = behind.result()
+        long_alone = ask(http, long)[0]
+    assert still, f"the long query ended ({long_s:.1f} s) before the short one was answered"
+    assert short_s <= 3 * alone_s + 1.0, (short_s, alone_s)  # 1 s: more than one 256-token step here
+    assert short.json()["choices"][0]["message"]["content"] == alone.json()["choices"][0]["message"]["content"]
+    assert long_r.json()["choices"][0]["message"]["content"] == long_alone.json()["choices"][0]["message"]["content"]
+    print(f"vllm: short alone {alone_s:.2f} s, behind a long one {short_s:.2f} s; long {long_s:.1f} s")

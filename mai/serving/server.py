@@ -122,8 +122,6 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--long-prefill-token-threshold", type=int, default=VLLM_LONG_PREFILL,
                    help="vLLM: a prompt longer than this is long, and prefills at most this many tokens per step "
                         f"(default {VLLM_LONG_PREFILL})")
-    v.add_argument("--max-num-partial-prefills", type=int, default=1,
-                   help="vLLM: prompts partly prefilled at once (default 1, vLLM's)")
     v.add_argument("--kv-cache-gib", type=gib_pair, metavar="SMALL,LARGE",
                    help="on a CPU: each engine's KV cache in GiB (default: one longest request or 1 GiB each, "
                         "within half the available memory, as the experiments' engines)")
@@ -175,8 +173,7 @@ def parse(argv=None) -> argparse.Namespace:
     args.max_concurrency = CONCURRENCY if args.max_concurrency is None else args.max_concurrency
     for name in ("max_concurrency", "max_queue", "max_image_bytes", "max_image_pixels", "max_images", "max_body_bytes",
                  "threads", "think_tokens", "simple_tokens", "answer_tokens", "max_pixels", "max_model_len",
-                 "tensor_parallel", "max_active_tokens", "max_num_batched_tokens", "long_prefill_token_threshold",
-                 "max_num_partial_prefills"):
+                 "tensor_parallel", "max_active_tokens", "max_num_batched_tokens", "long_prefill_token_threshold"):
         value = getattr(args, name)
         if value == CHECKPOINT:
             continue

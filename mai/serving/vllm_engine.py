@@ -66,7 +66,7 @@ CPU_ENGINE_ENV = dict(OMP_NUM_THREADS="1", VLLM_CPU_OMP_THREADS_BIND="nobind", V
 # same names: a step runs at most max_num_batched_tokens tokens, decode tokens first, and a prompt longer than
 # long_prefill_token_threshold prefills at most that many per step, so a long prompt is interleaved with the
 # decode steps of the other requests instead of holding the engine for its whole prefill.
-CHUNKED_PREFILL = ("max_num_batched_tokens", "long_prefill_token_threshold", "max_num_partial_prefills")
+CHUNKED_PREFILL = ("max_num_batched_tokens", "long_prefill_token_threshold")
 
 
 def use_cpu_engine_env() -> None:
