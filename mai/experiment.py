@@ -30,15 +30,15 @@ def load_examples(args: argparse.Namespace, store=None) -> list:
             exemplars = bench.exemplars() if style == "fewshot-cot" and hasattr(bench, "exemplars") else None
             ex.think_prompt = prompts.think_text(ex.question, style, exemplars)
             ex.meta["think_prompt"] = style  # rows carry the setting that produced them
-    styles = cli.simple_prompt_styles(getattr(args, "simple_prompt", None), args.benchmarks)
-    for ex in examples:
-        if styles.get(ex.benchmark, "post-prompt") != "post-prompt":  # the default needs nothing per example
-            bench = get_benchmark(ex.benchmark)
-            style = styles[ex.benchmark]
-            exemplars = bench.direct_exemplars() if style == "fewshot-direct" else None
-            ex.simple_prompt = prompts.simple_text(ex.question, style, bench.post_prompt, bench.answer_format,
-                                                   exemplars)
-            ex.meta["simple_prompt"] = style
+    if getattr(args, "simple_prompt", None):
+        styles = cli.simple_prompt_styles(args.simple_prompt, args.benchmarks)
+        for ex in examples:
+            style = ex.meta["simple_prompt"] = styles[ex.benchmark]  # rows carry the setting that produced them
+            if style != "post-prompt":  # the default needs nothing per example
+                bench = get_benchmark(ex.benchmark)
+                exemplars = bench.direct_exemplars() if style == "fewshot-direct" else None
+                ex.simple_prompt = prompts.simple_text(ex.question, style, bench.post_prompt, bench.answer_format,
+                                                       exemplars)
     if store is not None:
         sources = dataset_sources()
         store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})

@@ -14,6 +14,11 @@ and 10 share their baseline batches (mai.reuse): whichever lane computes one fir
 scripts write their output to runs/regenerate.<preset>.<script>.log. Each script's wall time, each phase's and
 the total go to runs/regenerate.<preset>.json (docs/measurements.md quotes it); `--only 10_mai,09_layer_ablation`
 runs a subset. Finished runs are reused: delete runs/<experiment>/<preset> to measure a script from scratch.
+`--run-name NAME` writes every part's rows to runs/<experiment>/NAME (the latency sample to NAME-latency) and its
+record to runs/regenerate.NAME.json, leaving the committed tables alone (they read runs/<experiment>/<preset>):
+how a new set of test rows grows beside the set the tables show until it is complete. After each part, and at
+the end, it prints the wall time its rows' own UTC timestamps span (first call's start to last call's end, over
+the rows that carry them), so that a regeneration's time can be read off the committed rows themselves.
 """
 from __future__ import annotations
 
@@ -45,23 +50,48 @@ PHASES = {
 }
 
 
-def run_name(script: str, preset: str) -> tuple[str, str]:
-    """(experiment script, run name) of a part."""
+def run_name(script: str, name: str) -> tuple[str, str]:
+    """(experiment script, run name) of a part, for the set named `name` (the preset's own: the preset)."""
     base, suffix, _ = VARIANTS.get(script, (script, None, None))
-    return base, f"{preset}-{suffix}" if suffix else preset
+    return base, f"{name}-{suffix}" if suffix else name
 
 
-def command(script: str, preset: str, wandb: str) -> list[str]:
-    base, name = run_name(script, preset)
+def command(script: str, preset: str, wandb: str, name: str | None = None) -> list[str]:
+    name = name or preset
+    base, run = run_name(script, name)
     cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", preset, "--wandb", wandb]
     if script in VARIANTS:  # a variant's tables stay in its run's report/
-        return cmd + VARIANTS[script][2] + ["--run-name", name]
+        return cmd + VARIANTS[script][2] + ["--run-name", run]
+    if name != preset:  # a set growing beside the committed one: its tables stay in its runs' report/
+        return cmd + ["--run-name", run]
     return cmd + ["--report-dir", str(ROOT)]  # the committed tables: never a run's default
 
 
-def run_dir(script: str, preset: str) -> Path:
-    base, name = run_name(script, preset)
-    return ROOT / "runs" / base / name
+def run_dir(script: str, name: str) -> Path:
+    base, run = run_name(script, name)
+    return ROOT / "runs" / base / run
+
+
+def rows_span(run: Path) -> tuple[float, int, str, str] | None:
+    """(seconds from the first row's start to the last row's end, rows counted, that start, that end) by the
+    rows' own UTC timestamps (rows written before they carried timestamps have none), or None."""
+    import datetime
+
+    if not (run / "results.jsonl").exists():
+        return None
+    starts, ends = [], []
+    for line in (run / "results.jsonl").read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("started") and row.get("ended"):
+            starts.append(row["started"])
+            ends.append(row["ended"])
+    if not starts:
+        return None
+    span = datetime.datetime.fromisoformat(max(ends)) - datetime.datetime.fromisoformat(min(starts))
+    return span.total_seconds(), len(starts), min(starts), max(ends)
 
 
 def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) -> None:
@@ -69,11 +99,11 @@ def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) 
     over the invocations that resumed its run (a run longer than a session), and start from zero when its run
     directory has no rows yet."""
     for script in scripts:
-        if not (run_dir(script, args.preset) / "results.jsonl").exists():
+        if not (run_dir(script, args.run_name) / "results.jsonl").exists():
             record["seconds"].pop(script, None)
             record["invocations"].pop(script, None)
-        cmd = command(script, args.preset, args.wandb)
-        log_path = ROOT / "runs" / f"regenerate.{args.preset}.{script}.log"
+        cmd = command(script, args.preset, args.wandb, args.run_name)
+        log_path = ROOT / "runs" / f"regenerate.{args.run_name}.{script}.log"
         print(f"== {time.strftime('%H:%M:%S')} start {' '.join(cmd[1:])}"
               + (f" (output: {log_path.relative_to(ROOT)})" if log else ""), flush=True)
         start = time.perf_counter()
@@ -90,6 +120,10 @@ def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) 
             return
         record["seconds"][script] = round(record["seconds"].get(script, 0) + took, 1)
         record["invocations"][script] = record["invocations"].get(script, 0) + 1
+        span = rows_span(run_dir(script, args.run_name))
+        if span:
+            record.setdefault("rows_span_seconds", {})[script] = round(span[0], 1)
+            print(f"== {script}: its {span[1]} timestamped rows span {span[0]:.0f} s", flush=True)
 
 
 def rebuild_tables() -> int:
@@ -104,12 +138,15 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", default="cpu-real", choices=["cpu-real", "cpu"])
     ap.add_argument("--only", help=f"comma-separated subset of: {', '.join(SCRIPTS)}")
     ap.add_argument("--wandb", default="disabled", choices=["auto", "online", "offline", "disabled"])
+    ap.add_argument("--run-name", help="the set's run name (default: the preset's, whose runs the committed tables "
+                    "read); another name grows a set beside it")
     args = ap.parse_args(argv)
+    args.run_name = args.run_name or args.preset
     chosen = SCRIPTS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = [s for s in chosen if s not in SCRIPTS]
     if unknown:
         ap.exit(2, f"error: unknown script(s) {', '.join(unknown)}; choose from: {', '.join(SCRIPTS)}\n")
-    record_path = ROOT / "runs" / f"regenerate.{args.preset}.json"
+    record_path = ROOT / "runs" / f"regenerate.{args.run_name}.json"
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     record.setdefault("seconds", {})
     record.setdefault("phase_seconds", {})
@@ -121,7 +158,7 @@ def main(argv=None) -> int:
             continue
         failures: list = []
         # a phase that resumes runs with rows adds to the time recorded before; one that starts from nothing resets it
-        resumed = any((run_dir(s, args.preset) / "results.jsonl").exists() for lane in lanes for s in lane)
+        resumed = any((run_dir(s, args.run_name) / "results.jsonl").exists() for lane in lanes for s in lane)
         start = time.perf_counter()
         threads = [threading.Thread(target=run_lane, args=(lane, args, record, len(lanes) > 1, failures))
                    for lane in lanes]
@@ -138,7 +175,7 @@ def main(argv=None) -> int:
         record_path.write_text(json.dumps(record, indent=1) + "\n")
         if failures:
             return failures[0][1]
-    if args.preset == "cpu-real":
+    if args.preset == "cpu-real" and args.run_name == args.preset:
         rc = rebuild_tables()
         if rc != 0:
             return rc
@@ -146,6 +183,12 @@ def main(argv=None) -> int:
     print(f"== all phases: {total:.0f} s ({total / 3600:.2f} h) wall; per script: "
           + ", ".join(f"{k} {v / 60:.0f} min" for k, v in record["seconds"].items())
           + f"; recorded in {record_path.relative_to(ROOT)}")
+    spans = {s: rows_span(run_dir(s, args.run_name)) for s in chosen}
+    spans = {s: v for s, v in spans.items() if v}
+    if spans:
+        first, last = min(v[2] for v in spans.values()), max(v[3] for v in spans.values())
+        print(f"== by the rows' own timestamps: {', '.join(f'{s} {v[0] / 60:.0f} min' for s, v in spans.items())}; "
+              f"first row started {first}, last ended {last}")
     return 0
 
 

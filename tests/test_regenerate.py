@@ -15,7 +15,7 @@ def _regenerate(tmp_path, monkeypatch, seconds: dict, fail: str = ""):
     monkeypatch.setattr(module, "ROOT", tmp_path)
     monkeypatch.setattr(module, "rebuild_tables", lambda: 0)  # tests/test_committed_tables.py covers it
     # each script stands in as a sleep of its own length (the real ones take hours)
-    monkeypatch.setattr(module, "command", lambda script, preset, wandb: [
+    monkeypatch.setattr(module, "command", lambda script, preset, wandb, name=None: [
         sys.executable, "-c", f"import time, sys; time.sleep({seconds[script]}); sys.exit({int(script == fail)})"])
     return module
 
@@ -56,3 +56,23 @@ def test_a_resumed_run_adds_its_time_and_a_fresh_one_starts_over(tmp_path, monke
     module.main(["--preset", "cpu-real", "--only", "10_mai"])
     record = json.loads(record_path.read_text())
     assert record["invocations"]["10_mai"] == 1 and record["seconds"]["10_mai"] < 2 * first
+
+
+def test_a_named_set_grows_beside_the_committed_one(tmp_path, monkeypatch):
+    """--run-name: its own record and logs, its rows' runs under that name, and no rebuild of the committed tables;
+    the printed time by the rows' own timestamps."""
+    module = _regenerate(tmp_path, monkeypatch, {"10_mai": 0.1})
+    monkeypatch.setattr(module, "rebuild_tables", lambda: (_ for _ in ()).throw(AssertionError("rebuilt")))
+    run = tmp_path / "runs" / "10_mai" / "cpu-real-v2"
+    run.mkdir(parents=True)
+    (run / "results.jsonl").write_text(json.dumps(dict(key="a", started="2026-12-06T16:00:00.000+00:00",
+                                                       ended="2026-12-06T16:01:30.000+00:00")) + "\n"
+                                       + json.dumps(dict(key="b")) + "\n")
+    assert module.main(["--preset", "cpu-real", "--only", "10_mai", "--run-name", "cpu-real-v2"]) == 0
+    record = json.loads((tmp_path / "runs" / "regenerate.cpu-real-v2.json").read_text())
+    assert record["rows_span_seconds"] == {"10_mai": 90.0}
+    spec = importlib.util.spec_from_file_location("regenerate_plain", REPO / "scripts" / "regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its own command(), not the stand-in
+    assert module.command("10_mai", "cpu-real", "disabled", "cpu-real-v2")[-2:] == ["--run-name", "cpu-real-v2"]
+    assert module.command("10_mai-latency", "cpu-real", "disabled", "cpu-real-v2")[-1] == "cpu-real-v2-latency"
