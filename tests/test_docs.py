@@ -22,7 +22,7 @@ MEASUREMENTS = ROOT / "docs" / "measurements.md"
 PENDING: dict[str, str] = {}
 # Why a command is not run here: the first words after '# needs:' (comma-separated reasons).
 REASONS = ("GPU", "8 GPUs", "hub", "network", "real pair", "vLLM CPU env", "lmms-eval extra", "local checkpoints",
-           "a terminal", "the whole suite", "minutes", "a git checkout")
+           "a terminal", "the whole suite", "minutes", "a git checkout", "the files above")
 MARK = re.compile(r"#\s*needs:\s*(?P<why>.+)$")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 # Numbers the README may print without a measurement: names, not results (the arXiv id, model sizes, Python and
