@@ -92,7 +92,7 @@ def experiments_block() -> str:
         presets = sorted(presets_of(name))
         short = "--preset cpu" + (" --limit 1" if name not in ("03_stage_profiling", "b5_serving_load") else "")
         out.append(f"| [`experiments/{name}.py`](experiments.md#{name}) | {reproduces(name)} | "
-                   f"{', '.join(presets)} | `python experiments/{name}.py {short}`{NEEDS.get(name, '')} |")
+                   f"{', '.join(presets)} | `.venv/bin/python experiments/{name}.py {short}`{NEEDS.get(name, '')} |")
     return "\n".join(out)
 
 
@@ -126,14 +126,37 @@ def plan09_block() -> str:
                       f"`lmms-lab/POPE` ({gb(total)} of disk).", *est.lines(f"Table 9 over {layers} layers")])
 
 
+def _current(exp: str, run: str, config: dict) -> bool:
+    """A run of its preset as the preset is now: the preset's own benchmarks (a retired task's run, such as
+    BIG-bench's, is history) and not a dev-split study."""
+    from mai import cli
+
+    preset = presets_of(exp).get(config.get("preset"))
+    if preset is None or config.get("split") == "dev":
+        return False
+    now = set(preset.benchmarks) if isinstance(preset, cli.Preset) else {preset["benchmark"]}
+    read = set(config.get("benchmarks") or []) | ({config["benchmark"]} if config.get("benchmark") else set())
+    return read <= now
+
+
 def status_short_block() -> str:
-    """One line on what has run where, from the committed runs' config.json."""
-    by = {}
+    """One line on what has run where, from the committed runs' config.json: the runs of each preset as it is
+    now (01 draws Figure 1 from 07's rows, so it counts where 07 ran and its figure is committed), then the
+    experiments whose only run is history."""
+    by, history = {}, {}
     for exp, run, config, n in _runs():
         prov = config.get("provenance", {})
         device = prov.get("gpu") or f"a CPU ({prov.get('cpu_count', '?')} cores)"
-        by.setdefault((config.get("preset"), device), []).append(exp.split("_")[0])
-    parts = [f"`{preset}` on {device}: experiments {', '.join(sorted(set(exps)))}" for (preset, device), exps in sorted(by.items())]
+        key = (config.get("preset"), device)
+        (by if _current(exp, run, config) else history).setdefault(key, set()).add(exp.split("_")[0])
+    for (preset, device), exps in by.items():
+        if "07" in exps and (ROOT / "figures" / f"figure1_tokens_vs_accuracy.{preset}.png").exists():
+            exps.add("01")
+    parts = []
+    for (preset, device), exps in sorted(by.items()):
+        old = sorted(history.get((preset, device), set()) - exps)
+        gone = (f" ({', '.join(old)} only on a retired task: [history](docs/results.md#the-questions))" if old else "")
+        parts.append(f"`{preset}` on {device}: experiments {', '.join(sorted(exps))}{gone}")
     lines = [f"- **Has run** (committed under `runs/`): {'; '.join(parts) or 'nothing'}."]
     if "paper" not in {preset for preset, _ in by}:
         lines.append("- **Has not run:** the paper's Qwen3-VL models on a GPU (`--preset paper`, the default): no run of "
@@ -215,41 +238,152 @@ def questions_block() -> str:
     return "\n".join(out)
 
 
+# Tables the pages link to instead of copying (one copy of each: the generated file), with what they hold.
+ONE_COPY = {"claims.cpu-real": "The paper's claims beside these runs, each cell with its 95% interval, n, verdict and "
+                               "the run it reads (its figure below)"}
+
+
 def results_block() -> str:
     """Every committed cpu-real table (built from the rows under runs/), with its figure."""
     out = []
     for table in sorted((ROOT / "paper_tables").glob("*.cpu-real.md")):
         stem = table.name[: -len(".md")]
-        out += [f"### {stem}", "", table.read_text().strip(), ""]
+        if stem in ONE_COPY:  # kept in one place, the generated file: linked, not copied
+            out += [f"### {stem}", "", f"{ONE_COPY[stem]}: [paper_tables/{table.name}](../paper_tables/{table.name}).", ""]
+        else:
+            out += [f"### {stem}", "", table.read_text().strip(), ""]
         figure = ROOT / "figures" / f"{stem}.png"
         if figure.exists():
             out += [f"![{stem}](../figures/{stem}.png)", ""]
     return "\n".join(out).strip()
 
 
-def help_block(name: str) -> str:
-    """A script's --help as it prints it (80 columns), in a text block."""
-    import contextlib
-    import io
+def _parser_of(name: str) -> argparse.ArgumentParser:
+    """The parser a script builds (its --help, caught before it prints), at a fixed width: 120 columns."""
     import os
 
-    module, out, argv0 = experiment(name), io.StringIO(), sys.argv[0]
-    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal's width: fixed, so the page is stable
+    caught, argv0, print_help = [], sys.argv[0], argparse.ArgumentParser.print_help
+
+    def catch(self, file=None):
+        caught.append(self)
+        raise SystemExit(0)
+
+    os.environ["COLUMNS"] = "120"  # argparse wraps to the terminal's width: fixed, so the page is stable
     sys.argv[0] = f"experiments/{name}.py"  # argparse's prog
+    argparse.ArgumentParser.print_help = catch
     try:
-        with contextlib.redirect_stdout(out):
-            module.main(["--help"])
+        experiment(name).main(["--help"])
     except SystemExit:
         pass
     finally:
-        sys.argv[0] = argv0
-    text = out.getvalue().rstrip()
-    return f"```text\n{text}\n```"
+        argparse.ArgumentParser.print_help, sys.argv[0] = print_help, argv0
+    return caught[0]
+
+
+@functools.cache
+def _shared_parser() -> argparse.ArgumentParser:
+    """Every flag that mai.cli gives more than one script: the common ones, the cascade's, running at scale's,
+    --reuse-from (a group of its own here). A script's flag is shared when it is one of these, defined the same."""
+    from mai import cli
+
+    p = cli.parser("", experiment("10_mai").PRESETS)
+    cli.add_cascade_flags(p)
+    cli.add_scale_flags(p)
+    cli.add_reuse_flag(p.add_argument_group("reuse"))
+    return p
+
+
+def _same(a: argparse.Action, b: argparse.Action) -> bool:
+    fields = ("option_strings", "help", "default", "choices", "metavar", "type", "nargs", "const")
+    return all(getattr(a, f) == getattr(b, f) for f in fields)
+
+
+def _shared(action: argparse.Action) -> bool:
+    """A flag that help-shared lists: --help, or one of mai.cli's shared flags defined the same (--preset
+    never: each script has its own)."""
+    if action.option_strings in (["-h", "--help"], ["--preset"]):
+        return action.option_strings == ["-h", "--help"]
+    return any(_same(action, other) for other in _shared_parser()._actions)
+
+
+def _flag_rows(parser: argparse.ArgumentParser, actions) -> list[str]:
+    """One Markdown row per flag: the flag as --help writes it, and its help with the defaults filled in."""
+    formatter = parser._get_formatter()
+    rows = []
+    for action in actions:
+        flag = formatter._format_action_invocation(action).replace("|", "\\|")
+        what = " ".join(formatter._expand_help(action).split()) if action.help else ""
+        what = what.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")  # not a cell's end, not HTML
+        rows.append(f"| `{flag}` | {what} |")
+    return rows
+
+
+def _flag_tables(parser: argparse.ArgumentParser, keep) -> list[str]:
+    """The flags `keep` accepts, a table per argparse group (its title above it when not 'options')."""
+    out = []
+    for group in parser._action_groups:
+        actions = [a for a in group._group_actions if keep(a)]
+        if not actions:
+            continue
+        if group.title != "options":
+            out += [f"*{group.title}*", ""]
+        out += ["| flag | what it does |", "|---|---|", *_flag_rows(parser, actions), ""]
+    return out
+
+
+def _examples(parser: argparse.ArgumentParser) -> str:
+    """The example commands of a script's docstring (its indented lines), without the prose around them."""
+    lines = [line[4:] for line in (parser.description or "").splitlines()
+             if line.startswith("    ") and line.split()[0] in ("python", "wandb", "#")]
+    return "\n".join(lines)
+
+
+def help_block(name: str) -> str:
+    """A script's example commands (from its docstring) and the flags that are its own, from the parser its
+    --help prints; the flags it shares with other scripts are listed once, in help-shared, and named here."""
+    parser = _parser_of(name)
+    out = [f"```text\n{_examples(parser)}\n```", ""] if _examples(parser) else []
+    out += _flag_tables(parser, lambda a: not _shared(a))
+    taken = _taken(name)
+    out.append((f"Shared flags ([listed once](#flags-every-experiment-shares)): {taken}." if taken else
+                "It takes none of the shared flags.") + f" All of them: `.venv/bin/python experiments/{name}.py --help`.")
+    return "\n".join(out)
+
+
+# The shared flags' groups as help-shared lists them: argparse's group title -> the name the pages use.
+GROUP_NAMES = {"options": "the common flags", "MAI cascade": "MAI cascade", "running at scale": "running at scale"}
+
+
+def _taken(name: str) -> str:
+    """Which shared flags a script takes: each group whole by its name, else the group's flags it has."""
+    mine = {a.option_strings[-1] for a in _parser_of(name)._actions if _shared(a)}
+    parts = []
+    for group in _shared_parser()._action_groups:
+        flags = [a.option_strings[-1] for a in group._group_actions if a.option_strings not in (["-h", "--help"],
+                                                                                               ["--preset"])]
+        if not flags:
+            continue
+        have = [f for f in flags if f in mine]
+        missing = [f for f in flags if f not in mine]
+        if have == flags:
+            parts.append(GROUP_NAMES.get(group.title, group.title))
+        elif len(missing) <= 2 < len(have):
+            parts.append(f"{GROUP_NAMES.get(group.title, group.title)} but {', '.join(f'`{f}`' for f in missing)}")
+        elif have:
+            parts.append(f"{', '.join(f'`{f}`' for f in have)} ({GROUP_NAMES.get(group.title, group.title)})")
+    return "; ".join(parts)
+
+
+def shared_help_block() -> str:
+    """The flags several scripts share, once: mai.cli's common flags, the cascade's and running at scale's."""
+    keep = lambda a: a.option_strings not in (["-h", "--help"], ["--preset"])  # noqa: E731
+    parser = _shared_parser()
+    return "\n".join(_flag_tables(parser, keep)).rstrip()
 
 
 BLOCKS = {"presets": presets_block, "experiments": experiments_block, "downloads": downloads_block,
           "plan09": plan09_block, "questions": questions_block, "status": status_block, "status-short": status_short_block,
-          "results": results_block}
+          "results": results_block, "help-shared": shared_help_block}
 
 
 def render(text: str, cache: dict, in_docs: bool = False) -> str:

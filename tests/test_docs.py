@@ -239,13 +239,26 @@ def test_every_page_says_who_it_is_for():
 
 
 def test_every_experiment_help_lists_its_presets():
+    """Each script's own --help says what each of its presets is, and its block on the experiments page shows
+    --preset with every one of them."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import docs
 
     for name in docs.SCRIPTS:
-        text = " ".join(docs.help_block(name).split())
+        parser = docs._parser_of(name)
+        (action,) = [a for a in parser._actions if a.option_strings == ["--preset"]]
+        text = parser._get_formatter()._expand_help(action)
+        block = docs.help_block(name)
         for preset in docs.presets_of(name):
             assert f"{preset}:" in text, f"{name}.py --help does not describe --preset {preset}"
+            assert preset in block.split("--preset {", 1)[1].split("}", 1)[0], f"{name}: --preset {preset} not shown"
+
+
+def test_experiments_page_lists_each_flag_once_and_stays_short():
+    """docs/experiments.md: the shared flags once, each script's own flags, at most 400 lines."""
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    assert len(text.splitlines()) <= 400, f"docs/experiments.md has {len(text.splitlines())} lines"
+    assert text.count("`--dtype DTYPE`") == 1 and text.count("`--threads THREADS`") == 1
 
 
 def test_the_paper_preset_says_what_it_downloads_before_it_does(tmp_path):
