@@ -247,7 +247,9 @@ def build_simple(runs_dir, report_dir) -> dict:
     runs = dev_runs(runs_dir, simple=True)
     df, lengths = summarize_simple(runs)
     chosen = decide_simple(df, lengths)
-    config, rows, described = runs[0]
+    config, rows, _ = runs[0]
+    described = {label: d for _, _, run_described in runs for label, d in run_described.items()}  # both models
+    rows = [r for _, run_rows, _ in runs for r in run_rows]
     note = ("Dev split only (mai.benchmarks._vendored: 50 seeded questions a BBH task, 50 of GSM8K's train file). "
             f"{report.provenance_note(config, described, rows)} Every style ran at the probe cap "
             f"{SIMPLE_PROBE_CAP} (--simple-tokens). S_readable: MAI's agreement reading finds an answer; "

@@ -31,6 +31,7 @@ PRESETS = {
     # three of its four rows are Table 10's 1.5B-S, 0.5B-R and 1.5B-R, copied once that run has them (mai.reuse).
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table7"], real=True,
                            extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
                                       think_prompt=cli.REAL_THINK_PROMPT, order="stage", batch_size=cli.REAL_BATCH_SIZE,
                                       threads=cli.REAL_BATCH_THREADS, reuse_from="10_mai")),
 }

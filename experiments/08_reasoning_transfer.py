@@ -40,9 +40,11 @@ PRESETS = {
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table8"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], mid="", large=cli.REAL_MODELS[1],
                                       think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
                                       think_prompt=cli.REAL_THINK_PROMPT, sparse_layer=cli.REAL_SPARSE_LAYER,
-                                      delta=cli.REAL_DELTA, order="stage", batch_size=cli.REAL_BATCH_SIZE,
-                                      threads=cli.REAL_BATCH_THREADS, reuse_from="10_mai")),
+                                      delta=cli.REAL_DELTA, spans=list(cli.REAL_SPANS), order="stage",
+                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS,
+                                      reuse_from="10_mai")),
 }
 
 

@@ -50,7 +50,9 @@ PRESETS = {
     "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table9"], real=True,
                            extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
                                       think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
                                       think_prompt=cli.REAL_THINK_PROMPT, layers=CPU_REAL_LAYERS, order="stage",
+                                      spans=list(cli.REAL_SPANS),
                                       batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS)),
     "cpu-smollm2": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
 }

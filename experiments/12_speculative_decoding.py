@@ -43,7 +43,9 @@ PRESETS = {
                       extra=dict(think_tokens=24, simple_tokens=8, mode="think", max_pixels=128 * 128)),
     # GSM8K's arithmetic stands where the paper's ChartQA reasoning does; the 0.5B drafts for the 1.5B (one tokenizer).
     "cpu-real": cli.Preset(cli.REAL_MODELS, ("gsm8k",), limit=cli.REAL_LIMITS["table12"], real=True,
-                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT, mode="think")),
+                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
+                                      simple_prompt=cli.REAL_SIMPLE_PROMPT, think_prompt=cli.REAL_THINK_PROMPT,
+                                      mode="think")),
 }
 
 

@@ -53,6 +53,7 @@ def rebuild(runs: Path, report_dir: Path, readme: Path | None = None) -> list[st
             claims.update_readme(readme, out["readme"])
         pareto.build(runs, "cpu-real", report_dir)
     dev_settings.build(runs, report_dir)
+    dev_settings.build_simple(runs, report_dir)
     if (runs / "bench" / "batch.hf.json").exists():
         throughput.build(runs / "bench", report_dir)
     return read

@@ -77,3 +77,17 @@ def test_a_prefixed_answer_is_not_readable():
     assert _readable(sports, "yes", "q") == "yes" and _readable(sports, "A: yes", "q") == ""
     assert _readable(get_benchmark("gsm8k"), "The total is $1,250.", "q") == repr(1250.0)
     assert _readable(get_benchmark("gsm8k"), "none", "q") == ""
+
+
+def test_the_frozen_simple_settings_are_the_ones_the_committed_dev_rows_choose():
+    """mai.cli's Simple prompt per task and its cap were frozen from runs/07_prompt_modes/dev-*-simple-* before the
+    test rows made under them: the committed dev rows must still choose them."""
+    from pathlib import Path
+
+    from analysis.dev_settings import decide_simple, dev_runs, summarize_simple
+    from mai import cli
+
+    df, lengths = summarize_simple(dev_runs(Path(__file__).resolve().parent.parent / "runs", simple=True))
+    chosen = decide_simple(df, lengths)
+    assert cli.simple_prompt_styles(cli.REAL_SIMPLE_PROMPT, cli.REAL_BENCHMARKS) == chosen["styles"]
+    assert cli.REAL_SIMPLE_TOKENS == chosen["simple_tokens"]
