@@ -18,14 +18,16 @@ import json
 import sys
 from pathlib import Path
 
-from mai import MaiError, cli, experiment
+from mai import MaiError, cli, experiment, prompts
 
-# preset -> (small, large, think tokens, max pixels)
-PRESETS = {"paper": (cli.PAPER_MODELS[0], cli.PAPER_MODELS[2], 1024, None),
-           "cpu": ("tiny-small", "tiny-large", 32, 128 * 128),
-           "cpu-text": ("tiny-qwen3", "tiny-smollm2", 32, None),
-           # The real instruction-tuned text pair of issue 23 (converted from its GGUF files).
-           "cpu-real": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", 256, None)}
+
+
+def presets() -> dict:
+    """The served presets (mai.serving.server.PRESETS): one answer, served or asked here, is computed with the same
+    settings, and cpu-real's are mai.cli's frozen REAL_*, as Table 10's."""
+    from mai.serving.server import PRESETS
+
+    return PRESETS
 
 
 def family_of(spec: str):
@@ -58,24 +60,34 @@ def answer(argv=None) -> None:
     p.add_argument("--image", action="append", default=[],
                    help="image file (repeat for several); none: a text-only question")
     p.add_argument("--question", required=True)
-    p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+    p.add_argument("--preset", choices=sorted(presets()), default="paper",
                    help="paper: Qwen3-VL 2B + 8B from the hub; cpu: tiny random-weight Qwen3-VL models; cpu-text: "
                         "tiny random-weight text models (Qwen3, SmolLM2); cpu-real: Qwen2.5-Coder 0.5B + 1.5B "
                         "Instruct, real weights, text only")
     p.add_argument("--benchmark", default="chartqa",
                    help="whose post-prompt and answer matcher to use (default: chartqa)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
+    p.add_argument("--dtype", help="auto (the default unless the preset names one), bf16, fp16, fp32")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, else torch's own)")
     p.add_argument("--attn", default="sdpa")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-pixels", type=int)
     p.add_argument("--json", action="store_true", help="print the whole trace as JSON")
     cli.add_cascade_flags(p)
+    p.add_argument("--think-prompt", choices=list(prompts.THINK_STYLES),
+                   help="the Think prompt, as the experiments' flag (default: the preset's, else instruction)")
+    p.add_argument("--simple-prompt", type=cli.simple_prompt_arg, metavar="STYLE|BENCHMARK=STYLE,...",
+                   help="the Simple prompt, as the experiments' flag (default: the preset's, else post-prompt)")
     args = p.parse_args(argv)
-    small_spec, large_spec, think, max_pixels = PRESETS[args.preset]
-    args.small, args.large = args.small or small_spec, args.large or large_spec
-    args.think_tokens = args.think_tokens or think
-    args.max_pixels = args.max_pixels or max_pixels
+    for key, value in presets()[args.preset].items():  # a flag given wins over the preset
+        if getattr(args, key, None) is None and key in vars(args):
+            setattr(args, key, value)
+    args.transfer, args.think_prompt = args.transfer or "full", args.think_prompt or "instruction"
+    args.dtype = args.dtype or "auto"
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if not args.question.strip():
         raise MaiError("--question is empty")
     bench = get_benchmark(args.benchmark)
@@ -95,7 +107,12 @@ def answer(argv=None) -> None:
     cli.check_sparse_layer(config, small.loaded)
     cascade = Cascade(small, large, config, small.loaded.label, large.loaded.label)
     simple_tokens = min(bench.max_new_tokens, args.simple_tokens or bench.max_new_tokens)
-    trace = cascade.answer(args.question, images, bench.agreement, bench.post_prompt, simple_tokens)
+    cli.check_split_and_think_prompt(argparse.Namespace(benchmarks=[bench.name], think_prompt=args.think_prompt,
+                                                        simple_prompt=args.simple_prompt))
+    think, simple = prompts.styled(args.question, bench, args.think_prompt,
+                                   cli.simple_prompt_styles(args.simple_prompt, [bench.name])[bench.name])
+    trace = cascade.answer(args.question, images, bench.agreement, bench.post_prompt, simple_tokens,
+                           think_prompt=think, simple_prompt=simple)
     if args.json:
         print(json.dumps(trace.to_dict(), indent=2))
         return

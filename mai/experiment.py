@@ -23,22 +23,16 @@ def load_examples(args: argparse.Namespace, store=None) -> list:
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name),
                                          getattr(args, "split", None))]
-    style = getattr(args, "think_prompt", None) or "instruction"
-    if style != "instruction":  # the default Think prompt needs nothing per example
-        for ex in examples:
-            bench = get_benchmark(ex.benchmark)
-            exemplars = bench.exemplars() if style == "fewshot-cot" and hasattr(bench, "exemplars") else None
-            ex.think_prompt = prompts.think_text(ex.question, style, exemplars)
-            ex.meta["think_prompt"] = style  # rows carry the setting that produced them
-    if getattr(args, "simple_prompt", None):
-        styles = cli.simple_prompt_styles(args.simple_prompt, args.benchmarks)
-        for ex in examples:
-            style = ex.meta["simple_prompt"] = styles[ex.benchmark]  # rows carry the setting that produced them
-            if style != "post-prompt":  # the default needs nothing per example
-                bench = get_benchmark(ex.benchmark)
-                exemplars = bench.direct_exemplars() if style == "fewshot-direct" else None
-                ex.simple_prompt = prompts.simple_text(ex.question, style, bench.post_prompt, bench.answer_format,
-                                                       exemplars)
+    think = getattr(args, "think_prompt", None) or "instruction"
+    simple = cli.simple_prompt_styles(args.simple_prompt, args.benchmarks) if getattr(args, "simple_prompt", None) \
+        else {}
+    for ex in examples:
+        ex.think_prompt, ex.simple_prompt = prompts.styled(ex.question, get_benchmark(ex.benchmark), think,
+                                                           simple.get(ex.benchmark))
+        if think != "instruction":  # rows carry the settings that produced them
+            ex.meta["think_prompt"] = think
+        if simple:
+            ex.meta["simple_prompt"] = simple[ex.benchmark]
     if store is not None:
         sources = dataset_sources()
         store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})

@@ -78,6 +78,20 @@ def simple_text(question: str, style: str, post_prompt: str = "", answer_format:
     raise ValueError(f"unknown Simple prompt style '{style}'; choose from: {', '.join(SIMPLE_STYLES)}")
 
 
+def styled(question: str, bench, think_style: str | None = None,
+           simple_style: str | None = None) -> tuple[str | None, str | None]:
+    """(Think prompt text, Simple prompt text) of one question in the run's styles, None where a style is the
+    default (instruction; post-prompt), which needs nothing per question: what an experiment's examples carry
+    (mai.experiment.load_examples) and what a served query sends (mai.serving.system), so the two are one."""
+    think = simple = None
+    if think_style and think_style != "instruction":
+        think = think_text(question, think_style, bench.exemplars() if think_style == "fewshot-cot" else None)
+    if simple_style and simple_style != "post-prompt":
+        exemplars = bench.direct_exemplars() if simple_style == "fewshot-direct" else None
+        simple = simple_text(question, simple_style, bench.post_prompt, bench.answer_format, exemplars)
+    return think, simple
+
+
 def user_text(question: str, mode: str, post_prompt: str = "", context: str | None = None,
               thinking_checkpoint: bool = False, think_prompt: str | None = None,
               simple_prompt: str | None = None) -> str:

@@ -96,7 +96,7 @@ class Prompting:
     def prompt_text(self, request: Request) -> tuple[str, str]:
         """(the rendered first-stage prompt, its user text), as HFGenerator._prompt and build_prompt render it."""
         text = prompts.user_text(request.question, request.mode, request.post_prompt, request.context,
-                                 self.thinking, request.think_prompt)
+                                 self.thinking, request.think_prompt, request.simple_prompt)
         return prompts.render(self.processor, len(request.images), text,
                               thinking=self.thinking and request.mode == "think", family=self.family), text
 
@@ -177,8 +177,8 @@ class Budget:
 
     def stages(self, question: str, images: list, max_tokens: int | None = None) -> list[Stage]:
         """Every stage, its prompt counted exactly (the transfer's reasoning as its budget)."""
-        bench, think = self.system.bench, self.system.think_tokens
-        ask = Request(question=question, images=images, post_prompt=bench.post_prompt)
+        think = self.system.think_tokens
+        ask = Request(**self.system.ask(question, images))
         out, image_tokens = [], {}
         for name, role, mode, new in self.plan(max_tokens):
             if self.contexts[role] is None:

@@ -19,16 +19,20 @@ import argparse
 import os
 from pathlib import Path
 
-from mai import MaiEnvironmentError, MaiError, cli, experiment
+from mai import MaiEnvironmentError, MaiError, cli, experiment, prompts
 
 # As experiments/10_mai.py's presets (Table 10), so that a served answer is the table's for the same question:
-# small, large, think tokens, Simple cap (None: the benchmark's), max pixels, and the preset's other defaults.
+# small, large, think tokens, Simple cap (None: the benchmark's), max pixels, and the preset's other defaults;
+# cpu-real's from mai.cli's frozen REAL_* settings, as the experiments read them (tests/test_real_smoke.py serves
+# committed Table 10 questions and compares every call's prompt length and the route with the rows).
 PRESETS = {
     "paper": dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024),
     "cpu": dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8, max_pixels=128 * 128),
     "cpu-text": dict(small="tiny-qwen3", large="tiny-smollm2", think_tokens=32, simple_tokens=8),
-    "cpu-real": dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1], think_tokens=256, simple_tokens=48,
-                     transfer="sparse", sparse_layer=cli.REAL_SPARSE_LAYER, **cli.real_defaults()),
+    "cpu-real": dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1], think_tokens=cli.REAL_THINK_TOKENS,
+                     simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT,
+                     simple_prompt=cli.REAL_SIMPLE_PROMPT, transfer="sparse", sparse_layer=cli.REAL_SPARSE_LAYER,
+                     delta=cli.REAL_DELTA, **cli.real_defaults()),
 }
 # The context each preset serves by default (--max-model-len): what its hardware answers within the default
 # --request-timeout (600 s), not the checkpoint's whole context (docs/serving-limits.md has the measurements).
@@ -126,6 +130,11 @@ def parser() -> argparse.ArgumentParser:
                    help="on a CPU: each engine's KV cache in GiB (default: one longest request or 1 GiB each, "
                         "within half the available memory, as the experiments' engines)")
     cli.add_cascade_flags(p)
+    g = p.add_argument_group("prompts")
+    g.add_argument("--think-prompt", choices=list(prompts.THINK_STYLES),
+                   help="the Think prompt, as the experiments' flag (default: the preset's, else instruction)")
+    g.add_argument("--simple-prompt", type=cli.simple_prompt_arg, metavar="STYLE|BENCHMARK=STYLE,...",
+                   help="the Simple prompt, as the experiments' flag (default: the preset's, else post-prompt)")
     return p
 
 
@@ -168,6 +177,9 @@ def parse(argv=None) -> argparse.Namespace:
     args.dtype, args.transfer = args.dtype or "auto", args.transfer or "full"
     args.served_model_name = args.served_model_name or args.system
     get_benchmark(args.benchmark)
+    args.think_prompt = args.think_prompt or "instruction"
+    cli.check_split_and_think_prompt(argparse.Namespace(benchmarks=[args.benchmark], think_prompt=args.think_prompt,
+                                                        simple_prompt=args.simple_prompt))
     if not 0 < args.port < 65536:
         raise MaiError(f"--port must lie in 1..65535, got {args.port}")
     args.max_concurrency = CONCURRENCY if args.max_concurrency is None else args.max_concurrency
@@ -258,7 +270,9 @@ def build(args: argparse.Namespace):
     small, large = (Checked(gen, role, label, context)
                     for gen, role, label, context in zip((small, large), ("small", "large"), labels, contexts))
     cascade = Cascade(small, large, config, *labels)
-    system = ServedSystem(args.system, small, large, cascade, get_benchmark(args.benchmark), args.simple_tokens)
+    bench = get_benchmark(args.benchmark)
+    system = ServedSystem(args.system, small, large, cascade, bench, args.simple_tokens, args.think_prompt,
+                          cli.simple_prompt_styles(args.simple_prompt, [bench.name])[bench.name])
     return system, close, sees
 
 

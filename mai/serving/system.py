@@ -19,6 +19,7 @@ import time
 import torch
 from transformers import DynamicCache, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
+from mai import prompts
 from mai.cascade import Call, Cascade, Trace
 from mai.generation import HFGenerator, Request
 from mai.serving.budget import check_prompt
@@ -156,6 +157,8 @@ class ServedSystem:
     cascade: Cascade  # holds the config, the models' labels and (for MAI) runs the query
     bench: object  # mai.data.Benchmark: post-prompt, agreement rule, Simple cap
     simple_tokens: int | None  # --simple-tokens (None: the benchmark's own max_new_tokens)
+    think_prompt: str = "instruction"  # --think-prompt's style (mai.prompts.THINK_STYLES)
+    simple_prompt: str = "post-prompt"  # this benchmark's --simple-prompt style (mai.prompts.SIMPLE_STYLES)
 
     def __post_init__(self):
         if self.name not in SYSTEMS:
@@ -178,12 +181,20 @@ class ServedSystem:
             return min(self.think_tokens, max_tokens) if max_tokens else self.think_tokens
         return self.simple_cap(max_tokens)
 
+    def ask(self, question: str, images: list) -> dict:
+        """The fields every call for this question shares: its prompts in the served styles, as an experiment's
+        examples carry them for the same preset (mai.prompts.styled)."""
+        think, simple = prompts.styled(question, self.bench, self.think_prompt, self.simple_prompt)
+        return dict(question=question, images=images, post_prompt=self.bench.post_prompt, think_prompt=think,
+                    simple_prompt=simple)
+
     def answer(self, question: str, images: list, max_tokens: int | None = None) -> Trace:
         b = self.bench
+        ask = self.ask(question, images)
         if self.name == "mai":
-            return self.cascade.answer(question, images, b.agreement, b.post_prompt, self.simple_cap(max_tokens))
+            return self.cascade.answer(question, images, b.agreement, b.post_prompt, self.simple_cap(max_tokens),
+                                       think_prompt=ask["think_prompt"], simple_prompt=ask["simple_prompt"])
         t0 = time.perf_counter()
-        ask = dict(question=question, images=images, post_prompt=b.post_prompt)
         names = self.cascade.names
         if self.name == "full-RT":  # mai.evaluate.transfer_system
             thought = self.small.generate(Request(**ask, mode="think", max_new_tokens=self.think_tokens))
