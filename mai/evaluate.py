@@ -33,7 +33,7 @@ def scored_row(key: str, example: Example, bench: Benchmark, fields: dict, outpu
     row = base_row(key, example, fields)
     row.update(output)
     # The row's wall-clock span (UTC): its own call's, or from its first call's start to its last call's end.
-    calls = [c.get("result", {}) for c in row.get("calls") or []]
+    calls = [c.get("result", {}) for c in row.get("calls") or row.get("trace") or []]
     starts = [c["started"] for c in calls if c.get("started")]
     ends = [c["ended"] for c in calls if c.get("ended")]
     if starts and "started" not in row:

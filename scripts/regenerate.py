@@ -85,9 +85,13 @@ def rows_span(run: Path) -> tuple[float, int, str, str] | None:
             row = json.loads(line)
         except ValueError:
             continue
-        if row.get("started") and row.get("ended"):
-            starts.append(row["started"])
-            ends.append(row["ended"])
+        # the row's own span, else its calls' (a cascade's trace, a transfer's calls)
+        calls = [c.get("result", {}) for c in row.get("calls") or row.get("trace") or []]
+        started = row.get("started") or min((c["started"] for c in calls if c.get("started")), default=None)
+        ended = row.get("ended") or max((c["ended"] for c in calls if c.get("ended")), default=None)
+        if started and ended:
+            starts.append(started)
+            ends.append(ended)
     if not starts:
         return None
     span = datetime.datetime.fromisoformat(max(ends)) - datetime.datetime.fromisoformat(min(starts))

@@ -67,10 +67,13 @@ def test_a_named_set_grows_beside_the_committed_one(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     (run / "results.jsonl").write_text(json.dumps(dict(key="a", started="2026-12-06T16:00:00.000+00:00",
                                                        ended="2026-12-06T16:01:30.000+00:00")) + "\n"
-                                       + json.dumps(dict(key="b")) + "\n")
+                                       + json.dumps(dict(key="b")) + "\n"
+                                       + json.dumps(dict(key="c", trace=[  # a cascade row: its calls' span
+                                           dict(result=dict(started="2026-12-06T16:00:30.000+00:00",
+                                                            ended="2026-12-06T16:02:00.000+00:00"))])) + "\n")
     assert module.main(["--preset", "cpu-real", "--only", "10_mai", "--run-name", "cpu-real-v2"]) == 0
     record = json.loads((tmp_path / "runs" / "regenerate.cpu-real-v2.json").read_text())
-    assert record["rows_span_seconds"] == {"10_mai": 90.0}
+    assert record["rows_span_seconds"] == {"10_mai": 120.0}
     spec = importlib.util.spec_from_file_location("regenerate_plain", REPO / "scripts" / "regenerate.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # its own command(), not the stand-in
