@@ -657,8 +657,13 @@ def build(runs: Path, run_name: str, report_dir) -> dict:
               " The paper's numbers are Qwen3-VL 2B/8B on vision benchmarks (H100); ours are the runs named in"
               " each row.")
     tables = report.write_table(df, report_dir, NAME, config, note, "The paper's claims beside our measurements")
+    # The figure reads every run above: its footer and sidecar name each one's commit, not Table 10's alone.
+    latency = _load(Path(runs), "10", f"{run_name}-latency")  # Table 10's batch-1 sample, read by its claims
+    commits = list(dict.fromkeys(x[0].get("provenance", {}).get("git_commit")
+                                 for x in [*loaded.values(), latency] if x))
+    drawn = {**config, "provenance": {**config.get("provenance", {}), "git_commit": commits}}
     figure = plot([c for c in claims if c.kind != BIAS], benches, report.figure_path(report_dir, NAME, config),
-                  config, described, note)
+                  drawn, described, note)
     return dict(tables=tables, figures=[figure], markdown=tables[0].read_text(), frame=df, claims=claims,
                 readme=readme_summary(claims, benches, config))
 

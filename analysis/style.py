@@ -210,8 +210,11 @@ def footer(config: dict, described: dict) -> str:
     weights = "random weights" if rand and not real else "real weights" if real and not rand else "mixed weights"
     prov = config.get("provenance", {})
     device = prov.get("gpu") or "CPU"
-    commit = str(prov.get("git_commit"))[:8]
-    text = f"{config.get('preset')} preset · {weights} · {device} · commit {commit}"
+    commits = prov.get("git_commit")
+    # A figure drawn from several runs names each run's commit (analysis/claims.py, the rows' own provenance).
+    commit = (f"commits {', '.join(str(c)[:7] for c in commits)}" if isinstance(commits, list)
+              else f"commit {str(commits)[:8]}")
+    text = f"{config.get('preset')} preset · {weights} · {device} · {commit}"
     if rand or config.get("preset") != "paper":
         text += " · not the paper's numbers"
     return text + " · more in the .json beside it"
