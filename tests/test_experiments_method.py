@@ -57,7 +57,8 @@ def test_table10_cpu_sparse_routes_sum_to_one(tmp_path, experiment):
     ref = df[df.system.str.endswith("large-R")]
     assert (ref.speedup_vs_R.astype(float) == 1.0).all()
     config = json.loads((run / "config.json").read_text())
-    assert config["cascade"]["sparse"] == {"layer": 2, "delta": 0.8, "heads": "mean", "sink": "keep"}
+    assert config["cascade"]["sparse"] == {"layer": 2, "delta": 0.8, "heads": "mean", "sink": "keep",
+                                           "span": "token"}
     assert config["cascade"]["verify"] == config["verify"] == ["answer", "reasoning"]
     _check_table10_against_rows(run, tmp_path)
 
