@@ -15,7 +15,8 @@ SHARED = {"large-S", "small-R", "transfer", "Full RT"}
 def same(value):
     """A row without what differs between two runs of the same calls: times, and where it was copied from."""
     if isinstance(value, dict):
-        return {k: same(v) for k, v in value.items() if k not in ("reused_from", "times", "latency", "wall_seconds")}
+        return {k: same(v) for k, v in value.items() if k not in ("reused_from", "times", "latency", "wall_seconds",
+                                                                        "started", "ended")}
     if isinstance(value, list):
         return [same(v) for v in value]
     return value
