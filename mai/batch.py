@@ -200,11 +200,7 @@ def sparse_transfer_batch_system(cascade: Cascade, think_tokens: int, simple_tok
                 kept.append(t[1])
                 continue
             thoughts.append(next(made))
-            if span is not None:
-                kept.append(cascade.reasoning_contexts(thoughts[-1], None, bench.post_prompt, (span,))[span])
-                thoughts[-1].cache = None
-            else:
-                kept.append(sparse_context(cascade, thoughts[-1], bench.post_prompt, others, ex.id))
+            kept.append(sparse_context(cascade, thoughts[-1], bench.post_prompt, others, ex.id, span))
         finals = generate_batch(cascade.large, [request_for(ex, bench, images, "simple", think_tokens, simple_tokens,
                                                             context=k[0])
                                                 for (ex, bench, images), k in zip(items, kept)])

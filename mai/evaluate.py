@@ -170,25 +170,24 @@ def sparse_transfer_system(cascade, think_tokens: int, simple_tokens: int | None
             thought, kept = taken
         else:
             thought = small.generate(request_for(example, bench, images, "think", think_tokens, keep_cache=True))
-            if span is not None:
-                kept = cascade.reasoning_contexts(thought, None, bench.post_prompt, (span,))[span]
-                thought.cache = None
-            else:
-                kept = sparse_context(cascade, thought, bench.post_prompt, others, example.id)
+            kept = sparse_context(cascade, thought, bench.post_prompt, others, example.id, span)
         final = large.generate(request_for(example, bench, images, "simple", think_tokens, simple_tokens,
                                            context=kept[0]))
         return sparse_output(cascade, thought, final, kept)
     return run
 
 
-def sparse_context(cascade, thought: Result, post_prompt: str, others: dict | None = None, key: str = "") -> tuple:
+def sparse_context(cascade, thought: Result, post_prompt: str, others: "SpanVariants | None" = None, key: str = "",
+                   span: str | None = None) -> tuple:
     """(context, kept tokens, reasoning tokens, the capture's call or None): MAI's sparse selection of a
-    reasoning (Cascade.reasoning_context, read from a kept KV cache), which frees that cache. With ``others``
-    (SpanVariants), the other spans' selections from the same capture are kept there under ``key``."""
-    spans = (cascade.config.sparse.span, *(others.spans if others is not None else ()))
+    reasoning (Cascade.reasoning_context, read from a kept KV cache), which frees that cache; in ``span`` where
+    given, else the cascade's own. With ``others`` (SpanVariants) and no ``span``, the other spans' selections
+    from the same capture are kept there under ``key``."""
+    keep = others is not None and span is None
+    spans = (span or cascade.config.sparse.span, *(others.spans if keep else ()))
     out = cascade.reasoning_contexts(thought, None, post_prompt, spans)
     thought.cache = None  # the KV cache is not needed any more
-    if others is not None:
+    if keep:
         others.kept[key] = (thought, out)
     return out[spans[0]]
 
