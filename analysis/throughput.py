@@ -5,9 +5,11 @@ cpu-real preset's batch size and backend (issue 28), from scripts/bench_batch.py
     python -m analysis.throughput --report-dir /tmp/x
 
 Writes paper_tables/throughput.cpu-real.{md,tex} and figures/throughput.cpu-real.{png,pdf,json}: per model,
-backend and batch size, tokens/s (batch size x forced output tokens / the batch call's wall seconds, prefill
-included), its ratio to batch 1 and to transformers at the same batch, and on how many questions the batched
-greedy answers equal batch-1 answers. Each file's note says what produced it (real weights, dev questions,
+backend (transformers eager, transformers with the compiled decode of mai.compiled_decode, vLLM's CPU engine) and
+batch size, tokens/s (batch size x forced output tokens / the batch call's wall seconds, prefill included), its
+ratio to batch 1 and to eager transformers at the same batch, one decode step's milliseconds (prefill cancelled)
+and the bandwidth bound's fraction (the bytes a step reads over the bandwidth measured in the same run, divided
+by the step: 100% is the bound), and on how many questions the batched greedy answers equal batch-1 answers. Each file's note says what produced it (real weights, dev questions,
 threads, what else ran on the machine).
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pandas as pd
 from analysis import report, style
 
 NAME = "throughput"
-BACKENDS = {"hf": "transformers", "vllm": "vLLM (CPU engine)"}
+BACKENDS = {"hf": "transformers", "hf-compiled": "transformers, compiled decode", "vllm": "vLLM (CPU engine)"}
 
 
 def load(bench_dir: Path) -> tuple[pd.DataFrame, list[dict]]:
@@ -38,15 +40,36 @@ def load(bench_dir: Path) -> tuple[pd.DataFrame, list[dict]]:
             for batch, m in measured["by_batch"].items():
                 lines.append(dict(model=model, backend=BACKENDS[backend], batch=int(batch),
                                   tokens_per_s=m["tokens_per_s"], ratio_to_batch_1=m["ratio_to_smallest"],
-                                  seconds=m["seconds"],
+                                  seconds=m["seconds"], decode_step_ms=_ms(m.get("decode_step_s")),
+                                  bound_fraction=_bound(m, measured, model, bench_dir),
                                   batched_equals_batch_1=f"{same['questions'] - same['differing']}/{same['questions']}"))
     if not lines:
         raise SystemExit(f"error: no batch.<backend>.json under {bench_dir}; run scripts/bench_batch.py first")
     df = pd.DataFrame(lines).sort_values(["model", "batch", "backend"], kind="stable").reset_index(drop=True)
+    df = df.astype({"decode_step_ms": float, "bound_fraction": float})
     hf = df[df.backend == BACKENDS["hf"]].set_index(["model", "batch"]).tokens_per_s
     df["ratio_to_transformers"] = [r.tokens_per_s / hf[(r.model, r.batch)] if (r.model, r.batch) in hf.index
                                    else None for r in df.itertuples()]
     return df, sources
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1e3, 1)
+
+
+def _bound(m: dict, measured: dict, model: str, bench_dir: Path) -> float | None:
+    """A decode step's fraction of the bandwidth bound: the step's bytes / the run's own bandwidth / the step.
+    vLLM's run measures its bandwidth but cannot count its engine's weights: the bytes are the same checkpoint's
+    as the transformers run counted (either transformers file)."""
+    step_s, bandwidth = m.get("decode_step_s"), measured.get("bandwidth_bytes_per_s")
+    step_bytes = measured.get("step_bytes")
+    for backend in ("hf", "hf-compiled"):
+        path = bench_dir / f"batch.{backend}.json"
+        if step_bytes is None and path.exists():
+            step_bytes = json.loads(path.read_text())["models"].get(model, {}).get("step_bytes")
+    if not (step_s and bandwidth and step_bytes):
+        return None
+    return round(step_bytes / bandwidth / step_s, 3)
 
 
 def note(sources: list[dict]) -> str:
@@ -57,7 +80,10 @@ def note(sources: list[dict]) -> str:
                      f"{s['load_average_after']:.2f} after" + (f"; meanwhile: {s['note']}" if s.get("note") else ""))
     return ("Produced by scripts/bench_batch.py (REAL weights: the cpu-real pair, Qwen2.5-Coder 0.5B/1.5B-Instruct; "
             "REAL dev questions of bbh_object_counting and gsm8k, Simple prompts; CPU). " + " ".join(parts)
-            + ". batched_equals_batch_1: greedy answers (48 new tokens, unforced) of one batch against each "
+            + ". decode_step_ms: one decode step of the batch, (time at 4 + 32 forced tokens - time at 4) / 32; "
+            "bound_fraction: the bytes a step reads (every weight but the input embedding table) / the memory "
+            "bandwidth measured in the same run (torch summing 2 GiB of float32 with the run's threads) / the step "
+            "(above 1: the sum understates the read rate the GEMM kernels reach). batched_equals_batch_1: greedy answers (48 new tokens, unforced) of one batch against each "
             "question alone, same backend. Ratios are measured within one run of the script.")
 
 
@@ -65,8 +91,8 @@ def note(sources: list[dict]) -> str:
 def _plot(df: pd.DataFrame, path: Path, config: dict, described: dict, text: str) -> Path:
     models = list(dict.fromkeys(df.model))
     fig, axes = style.figure(1, len(models), width=3.4, height=2.8)
-    markers = {name: m for name, m in zip(BACKENDS.values(), ("o", "s"))}
-    colors = {name: style.color(role) for name, role in zip(BACKENDS.values(), ("large-S", "Full RT"))}
+    markers = {name: m for name, m in zip(BACKENDS.values(), ("o", "^", "s"))}
+    colors = {name: style.color(role) for name, role in zip(BACKENDS.values(), ("large-S", "MAI", "Full RT"))}
     for ax, model in zip(axes[0], models):
         for backend, part in df[df.model == model].groupby("backend", sort=False):
             ax.plot(part.batch, part.tokens_per_s, marker=markers[backend], ms=4, color=colors[backend], label=backend)

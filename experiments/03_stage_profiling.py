@@ -207,7 +207,7 @@ def settings(args) -> list[tuple[int, int]]:
 def profile_model(store, loaded, args, questions: dict[int, tuple[str, int]], image, extra: dict) -> int:
     """Warm-up, then the pending timed runs, per question length and output length; returns how many rows
     were written. `questions` maps each asked-for question length to (text, its tokens)."""
-    generate = HFGenerator(loaded, args.seed).generate
+    generate = HFGenerator(loaded, args.seed, decode=args.decode).generate
     memory = PeakMemory(loaded.device)
     written = 0
     for q, n in settings(args):

@@ -57,7 +57,7 @@ def main(argv=None, doc=__doc__):
         if not store.pending(row_key(ex.id, model_specs.model_label(spec), mode) for ex in examples for mode in args.modes):
             continue  # finished in an earlier invocation: no need to load it
         model = experiment.load(spec, args, store)
-        generator = HFGenerator(model, args.seed)
+        generator = HFGenerator(model, args.seed, decode=args.decode)
         if args.order == "stage":
             systems = [({"model": model.label, "mode": mode},
                         prompt_system(generator.generate, mode, args.think_tokens, args.simple_tokens),

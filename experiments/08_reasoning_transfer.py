@@ -24,7 +24,6 @@ from mai.batch import (model_batch_system, run_systems_stage_major, sparse_trans
 from mai.cascade import Cascade  # noqa: E402
 from mai.evaluate import (SpanVariants, model_system, run_systems, sparse_transfer_system,  # noqa: E402
                           transfer_system)
-from mai.generation import HFGenerator  # noqa: E402
 
 EXPERIMENT = "08_reasoning_transfer"
 PRESETS = {
@@ -76,15 +75,15 @@ def main(argv=None):
     store, tracker = experiment.open_run(EXPERIMENT, args)
     examples = experiment.load_examples(args, store)
 
-    small = HFGenerator(experiment.load(args.small, args, store), args.seed)
-    large = HFGenerator(experiment.load(args.large, args, store), args.seed)
+    small = experiment.generator(args.small, args, store)
+    large = experiment.generator(args.large, args, store)
     S, L = small.loaded.label, large.loaded.label
     think, simple = args.think_tokens, args.simple_tokens
     # (row fields, one example at a time, a batch in stage order) per system
     systems = [({"system": f"{S}-R", "kind": "small-R"}, model_system(small.generate, "small", "think", think, simple),
                 model_batch_system(small, "small", "think", think, simple))]
     if args.mid:  # loaded only for its own rows: three models need not share memory
-        mid = HFGenerator(experiment.load(args.mid, args, store), args.seed)
+        mid = experiment.generator(args.mid, args, store)
         run_systems(store, [({"system": f"{mid.loaded.label}-S", "kind": "mid-S"},
                              model_system(mid.generate, "large", "simple", think, simple))], examples, desc="mid")
         del mid

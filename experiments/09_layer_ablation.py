@@ -34,7 +34,6 @@ from mai import MaiError, cli, experiment, models, prompts  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
 from mai.batch import generate_batch, model_batch_system, run_systems_stage_major  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
-from mai.generation import HFGenerator  # noqa: E402
 from mai.results import row_key  # noqa: E402
 from mai.transfer import attention_over_reasoning, capture_reasoning, sparse_reasoning  # noqa: E402
 
@@ -105,8 +104,8 @@ def main(argv=None):
     # The run directory first: a second process on it stops here, before any data loads.
     store, tracker = experiment.open_run(EXPERIMENT, args)
     examples = experiment.load_examples(args, store)
-    small = HFGenerator(experiment.load(args.small, args, store), args.seed)
-    large = HFGenerator(experiment.load(args.large, args, store), args.seed)
+    small = experiment.generator(args.small, args, store)
+    large = experiment.generator(args.large, args, store)
     n_layers = small.loaded.model.config.get_text_config().num_hidden_layers  # a VLM's text model, or a text model
     for layer in args.layers or []:  # parse checked what a config read without weights could tell; now all
         if layer >= n_layers:

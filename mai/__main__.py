@@ -53,7 +53,6 @@ def answer(argv=None) -> None:
 
     from mai.benchmarks import get_benchmark
     from mai.cascade import Cascade
-    from mai.generation import HFGenerator
 
     p = cli._Parser(prog="python -m mai answer", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,6 +68,8 @@ def answer(argv=None) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", help="auto (the default unless the preset names one), bf16, fp16, fp32")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, else torch's own)")
+    p.add_argument("--decode", choices=("eager", "compiled"), default="eager",
+                   help="eager (default), or compiled: first stages decode with a compiled forward (mai/compiled_decode.py)")
     p.add_argument("--attn", default="sdpa")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-pixels", type=int)
@@ -100,8 +101,8 @@ def answer(argv=None) -> None:
         except OSError as err:
             raise MaiError(f"cannot read image {path}: {err}") from None
     config = cli.cascade_config(args)
-    small = HFGenerator(experiment.load(args.small, args), args.seed)
-    large = HFGenerator(experiment.load(args.large, args), args.seed)
+    small = experiment.generator(args.small, args)
+    large = experiment.generator(args.large, args)
     for role, gen in (("small", small), ("large", large)):  # a hub id's family is known only now
         check_sees_images(role, gen.loaded.spec, gen.loaded.family, len(images))
     cli.check_sparse_layer(config, small.loaded)

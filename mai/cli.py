@@ -56,6 +56,10 @@ REAL_DELTA = 0.8  # the paper's cumulative attention mass (not tuned)
 # Throughput only (what is computed does not depend on them, up to batched kernels' rounding): stage-major batches
 # of this size, one torch thread per run (two runs share the two cores; scripts/bench_batch.py).
 REAL_BATCH_SIZE, REAL_BATCH_THREADS = 16, 1
+# Batch-1 calls decode over a static KV cache with a compiled forward (mai.compiled_decode): on this pair, 2 threads,
+# a decode step of the 1.5B took 112 ms against eager's ~290 (paper_tables/throughput.cpu-real.md); batched calls
+# stay eager. Greedy text equals the eager path's on the tiny fp32 models; on bf16 a difference is a near tie.
+REAL_DECODE = "compiled"
 # Questions a task on the test split: Table 10 and Table 8 on the same ones, Table 7, Table 9's attention mass, Table
 # 12 (one task), and the batch-1 latency sample of Table 10 (the paper's setting). Table 7 was frozen at 100 and
 # raised to Table 10's 200 before any of its test rows: at 200 three of its four rows are Table 10's (mai.reuse),
@@ -75,14 +79,15 @@ class Preset:
 
 
 def real_defaults() -> dict:
-    """--dtype and --threads of the real pair, as mai.real_checkpoints measured them on this CPU."""
+    """--dtype and --threads of the real pair, as mai.real_checkpoints measured them on this CPU, and its
+    --decode (REAL_DECODE)."""
     from mai.real_checkpoints import REAL_DTYPE, REAL_THREADS
 
-    return dict(dtype=REAL_DTYPE, threads=REAL_THREADS)
+    return dict(dtype=REAL_DTYPE, threads=REAL_THREADS, decode=REAL_DECODE)
 
 
 # Defaults a preset may override (its extra): parser defaults are None so that parse can tell.
-LATE_DEFAULTS = dict(dtype="auto", transfer="full", think_prompt="instruction", order="example")
+LATE_DEFAULTS = dict(dtype="auto", transfer="full", think_prompt="instruction", order="example", decode="eager")
 
 
 def csv_list(text: str) -> list[str]:
@@ -255,6 +260,10 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
                    "names one), bf16, fp16, fp32")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: the preset's, else torch's own, one "
                    "per core); on a CPU shared with other processes, fewer threads avoid oversubscription")
+    p.add_argument("--decode", choices=("eager", "compiled"),
+                   help="transformers backend: eager (default), or compiled, where first stages decode over a "
+                        "static KV cache with a torch.compile'd forward (mai/compiled_decode.py; the first call of "
+                        "each batch size and cache length compiles, minutes on a CPU, cached on disk)")
     p.add_argument("--attn", default="sdpa", help="attention implementation: sdpa, eager, flash_attention_2")
     p.add_argument("--max-pixels", type=int, help="cap on the image-size policy's max_pixels")
     p.add_argument("--image-policy", choices=["simple", "chat"], default="simple",

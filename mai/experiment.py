@@ -98,14 +98,19 @@ def record_model(store, label: str, description: dict) -> None:
     store.write_json("models.json", described)
 
 
+def generator(spec: str, args: argparse.Namespace, store=None):
+    """The transformers backend's generator of one model, as the flags load and decode it (--decode)."""
+    from mai.generation import HFGenerator
+
+    return HFGenerator(load(spec, args, store), args.seed, decode=args.decode)
+
+
 def transformers_cascade(args: argparse.Namespace, store=None):
     """The MAI cascade over the --small and --large models on the transformers backend, from the flags."""
     from mai.cascade import Cascade
-    from mai.generation import HFGenerator
 
     config = cascade_config(args)
-    small = HFGenerator(load(args.small, args, store), args.seed)
-    large = HFGenerator(load(args.large, args, store), args.seed)
+    small, large = generator(args.small, args, store), generator(args.large, args, store)
     check_sparse_layer(config, small.loaded)
     return Cascade(small, large, config, small.loaded.label, large.loaded.label)
 
@@ -119,7 +124,8 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
         small_model, large_model = load(args.small, args, store), load(args.large, args, store)
         if config is not None:
             check_sparse_layer(config, small_model)
-        return HFGenerator(small_model, args.seed), HFGenerator(large_model, args.seed)
+        return (HFGenerator(small_model, args.seed, decode=args.decode),
+                HFGenerator(large_model, args.seed, decode=args.decode))
 
     from mai.vllm_backend import VLLMGenerator, start_engines
 

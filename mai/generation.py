@@ -25,8 +25,8 @@ from __future__ import annotations
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
+from mai import compiled_decode, kv_reuse, prompts
 from mai import images as images_mod
-from mai import kv_reuse, prompts
 from mai.attention import capture_attention
 from mai.models import LoadedModel
 from mai.request import STAGES, Request, Result, utc_now  # noqa: F401  (the interface, imported from here by callers)
@@ -36,9 +36,14 @@ from mai.stage_timing import StageTimer
 class HFGenerator:
     """The transformers backend: generate(Request) and generate_batch(requests), each a list of verbs."""
 
-    def __init__(self, loaded: LoadedModel, seed: int = 0, max_batch: int | None = None):
+    def __init__(self, loaded: LoadedModel, seed: int = 0, max_batch: int | None = None, decode: str = "eager"):
+        if decode not in compiled_decode.DECODES:
+            raise ValueError(f"decode must be one of {compiled_decode.DECODES}, got {decode!r}")
         self.loaded, self.seed = loaded, seed
         self.max_batch = max_batch  # generate_batch: most requests per generate call (None: no limit)
+        self.decode = decode  # "compiled": first stages decode on a static cache with a compiled forward
+        self._capturing = False  # inside a captured call, whose hooks the compiled forward would not run
+        self._static = compiled_decode.static_caches(loaded.model) if decode == "compiled" else None
 
     @torch.inference_mode()
     def generate(self, request: Request) -> Result:
@@ -151,14 +156,29 @@ class HFGenerator:
         decode steps compute nothing extra."""
         if not capture:
             return self._decode(inputs, kwargs, config, clock), None
+        # The capture's hooks stay on every forward of the call, so a captured call decodes eagerly.
         with capture_attention(self.loaded.model, capture, prefill_only=True) as cap:
-            out = self._decode(inputs, kwargs, config, clock)
+            self._capturing = True
+            try:
+                out = self._decode(inputs, kwargs, config, clock)
+            finally:
+                self._capturing = False
         return out, {layer: row.float().cpu() for layer, row in cap.rows.items()}
 
     def _decode(self, inputs: dict, kwargs: dict, config: GenerationConfig, clock: LogitsProcessor):
-        """The generate call itself; a subclass changes how tokens are decoded (mai.speculative)."""
-        return self.loaded.model.generate(**inputs, **kwargs, generation_config=config,
-                                          logits_processor=LogitsProcessorList([clock]))
+        """The generate call itself; a subclass changes how tokens are decoded (mai.speculative).
+
+        With decode "compiled", a batch-1 call that brings no cache of its own (a first stage; not a second
+        stage, which continues its first stage's cache, nor a captured call) decodes over a static cache with
+        the compiled forward (mai.compiled_decode, which says why batches stay eager)."""
+        generate = self.loaded.model.generate
+        batch_1 = inputs["input_ids"].shape[0] == 1
+        if self.decode == "compiled" and batch_1 and not kwargs and not self._capturing:
+            batch, width = inputs["input_ids"].shape
+            with compiled_decode.compiling():
+                return generate(**inputs, **self._static.generate_kwargs(batch, width + config.max_new_tokens),
+                                generation_config=config, logits_processor=LogitsProcessorList([clock]))
+        return generate(**inputs, **kwargs, generation_config=config, logits_processor=LogitsProcessorList([clock]))
 
     # -- batches ---------------------------------------------------------------------------------------
 

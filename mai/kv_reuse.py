@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from mai import prompts
+from mai import compiled_decode, prompts
 from mai.request import Request, Result
 
 
@@ -55,7 +55,11 @@ def keep(result: Result, lm, out, inputs: dict) -> None:
     result.sequence = out.sequences
     result.token_inputs = {k: torch.cat([inputs[k], torch.zeros_like(new)[None]], dim=1)
                            for k in lm.family.token_inputs}
-    result.cache = out.cache
+    # A static cache (the compiled decode) leaves as the DynamicCache of the positions it holds: all but the
+    # last token, never fed.
+    result.cache = (out.cache if isinstance(out.cache, DynamicCache) else
+                    compiled_decode.dynamic_copy(out.cache, slice(0, 1), slice(0, out.sequences.shape[1] - 1),
+                                                 lm.model.config))
     result.position_state = {k: getattr(lm.model.model, k) for k in lm.family.position_state}
     result.vision_inputs = {k: inputs[k] for k in lm.family.vision_inputs if k in inputs}
 
@@ -69,9 +73,7 @@ def keep_row(result: Result, lm, out, inputs: dict, i: int, pad: int, end: int, 
     for key in lm.family.token_inputs:
         mm = inputs[key][i:i + 1, pad:]
         result.token_inputs[key] = torch.cat([mm, torch.zeros((1, n_out), dtype=mm.dtype, device=mm.device)], 1)
-    rows = (slice(i, i + 1), slice(None), slice(pad, end - 1))  # [1, heads, kept positions, head_dim]
-    result.cache = DynamicCache(ddp_cache_data=[(layer.keys[rows], layer.values[rows])
-                                                for layer in out.cache.layers], config=lm.model.config)
+    result.cache = compiled_decode.dynamic_copy(out.cache, slice(i, i + 1), slice(pad, end - 1), lm.model.config)
     result.position_state = {k: getattr(lm.model.model, k)[i:i + 1] for k in lm.family.position_state}
     result.vision_inputs = row_images(inputs, images)
 

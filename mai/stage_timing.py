@@ -88,3 +88,26 @@ class StageTimer:
         return dict(preprocess=(self.inputs_ready - self.start) / n, vision=self.vision / n,
                     prefill=max(first_step - self.inputs_ready - self.vision, 0.0) / n,
                     decode=(self.end - first_step) / n)
+
+
+def memory_bandwidth(gib: float = 2.0, repeats: int = 5) -> float:
+    """This CPU's memory read bandwidth in bytes/s, as batch-1 decode meets it: torch summing `gib` GiB of
+    float32 (far past any cache) with the current torch threads, the best of `repeats` after one warm pass.
+    Measured in the same run as the decode it bounds, since a shared machine's bandwidth moves."""
+    x = torch.ones(int(gib * 2**30) // 4, dtype=torch.float32)
+    x.sum()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - start)
+    return x.numel() * 4 / best
+
+
+def weight_bytes(model) -> int:
+    """Bytes of the weights one decode step reads: every parameter but the input embedding table, of which a
+    step reads one row (when the output head is tied to it, the head reads it whole and it counts once)."""
+    embedding = model.get_input_embeddings().weight
+    tied = model.get_output_embeddings() is not None and model.get_output_embeddings().weight is embedding
+    return sum(p.numel() * p.element_size() for p in model.parameters()
+               if p is not embedding or tied)

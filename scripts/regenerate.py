@@ -72,30 +72,52 @@ def run_dir(script: str, name: str) -> Path:
     return ROOT / "runs" / base / run
 
 
-def rows_span(run: Path) -> tuple[float, int, str, str] | None:
-    """(seconds from the first row's start to the last row's end, rows counted, that start, that end) by the
-    rows' own UTC timestamps (rows written before they carried timestamps have none), or None."""
-    import datetime
-
-    if not (run / "results.jsonl").exists():
-        return None
+def row_times(run: Path) -> tuple[list[str], list[str]]:
+    """Every timestamped row's (start, end) in a run, by the rows' own UTC timestamps (rows written before they
+    carried timestamps have none): the row's own span, else its calls' (a cascade's trace, a transfer's calls)."""
     starts, ends = [], []
+    if not (run / "results.jsonl").exists():
+        return starts, ends
     for line in (run / "results.jsonl").read_text().splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        # the row's own span, else its calls' (a cascade's trace, a transfer's calls)
         calls = [c.get("result", {}) for c in row.get("calls") or row.get("trace") or []]
         started = row.get("started") or min((c["started"] for c in calls if c.get("started")), default=None)
         ended = row.get("ended") or max((c["ended"] for c in calls if c.get("ended")), default=None)
         if started and ended:
             starts.append(started)
             ends.append(ended)
+    return starts, ends
+
+
+def rows_span(run: Path) -> tuple[float, int, str, str, float] | None:
+    """(seconds from the first row's start to the last row's end, rows counted, that start, that end, busy
+    seconds) by the rows' own timestamps (row_times), or None. Busy seconds cover the union of the rows'
+    intervals: a run resumed in a later session does not count the hours between its sessions, which the span
+    does."""
+    import datetime
+
+    starts, ends = row_times(run)
     if not starts:
         return None
     span = datetime.datetime.fromisoformat(max(ends)) - datetime.datetime.fromisoformat(min(starts))
-    return span.total_seconds(), len(starts), min(starts), max(ends)
+    return span.total_seconds(), len(starts), min(starts), max(ends), busy_seconds(starts, ends)
+
+
+def busy_seconds(starts: list[str], ends: list[str]) -> float:
+    """Seconds covered by the union of the intervals [start, end] (ISO UTC timestamps)."""
+    import datetime
+
+    busy, reach = 0.0, None
+    for start, end in sorted(zip(map(datetime.datetime.fromisoformat, starts),
+                                 map(datetime.datetime.fromisoformat, ends))):
+        if reach is None or start > reach:
+            busy, reach = busy + (end - start).total_seconds(), end
+        elif end > reach:
+            busy, reach = busy + (end - reach).total_seconds(), end
+    return busy
 
 
 def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) -> None:
@@ -127,7 +149,9 @@ def run_lane(scripts: list[str], args, record: dict, log: bool, failures: list) 
         span = rows_span(run_dir(script, args.run_name))
         if span:
             record.setdefault("rows_span_seconds", {})[script] = round(span[0], 1)
-            print(f"== {script}: its {span[1]} timestamped rows span {span[0]:.0f} s", flush=True)
+            record.setdefault("rows_busy_seconds", {})[script] = round(span[4], 1)
+            print(f"== {script}: its {span[1]} timestamped rows span {span[0]:.0f} s, {span[4]:.0f} s of it busy",
+                  flush=True)
 
 
 def rebuild_tables() -> int:
@@ -191,8 +215,13 @@ def main(argv=None) -> int:
     spans = {s: v for s, v in spans.items() if v}
     if spans:
         first, last = min(v[2] for v in spans.values()), max(v[3] for v in spans.values())
+        times = [row_times(run_dir(s, args.run_name)) for s in spans]
+        busy = busy_seconds([t for st, _ in times for t in st], [t for _, en in times for t in en])
+        record["rows_busy_seconds_all"] = round(busy, 1)
+        record_path.write_text(json.dumps(record, indent=1) + "\n")
         print(f"== by the rows' own timestamps: {', '.join(f'{s} {v[0] / 60:.0f} min' for s, v in spans.items())}; "
-              f"first row started {first}, last ended {last}")
+              f"first row started {first}, last ended {last}; busy (the union of every row's interval, lanes "
+              f"overlapping, sessions' gaps left out) {busy / 3600:.2f} h")
     return 0
 
 

@@ -126,6 +126,15 @@ def test_preset_fills_dtype_and_threads_from_the_real_pair(real, experiment, tmp
     assert (args.dtype, args.threads) == ("auto", None)
 
 
+def test_real_pair_decodes_compiled_and_other_presets_eagerly(experiment):
+    """cpu-real's batch-1 calls take the compiled decode (mai.compiled_decode); a preset that says nothing, eager."""
+    assert cli.real_defaults()["decode"] == cli.REAL_DECODE == "compiled"
+    mod = experiment("07_prompt_modes")
+    p = cli.parser("", mod.PRESETS)
+    assert cli.parse(p, mod.PRESETS, ["--preset", "cpu"]).decode == "eager"
+    assert cli.parse(p, mod.PRESETS, ["--preset", "cpu", "--decode", "compiled"]).decode == "compiled"
+
+
 def test_sparse_layer_is_the_papers_relative_depth():
     """L12 of Qwen3-VL-2B's 28 layers, carried to the 0.5B's 24: floor(12 / 28 * 24) = 10."""
     assert cli.REAL_SPARSE_LAYER == int(12 / 28 * 24) == 10

@@ -74,8 +74,18 @@ def test_a_named_set_grows_beside_the_committed_one(tmp_path, monkeypatch):
     assert module.main(["--preset", "cpu-real", "--only", "10_mai", "--run-name", "cpu-real-v2"]) == 0
     record = json.loads((tmp_path / "runs" / "regenerate.cpu-real-v2.json").read_text())
     assert record["rows_span_seconds"] == {"10_mai": 120.0}
+    assert record["rows_busy_seconds"] == {"10_mai": 120.0} and record["rows_busy_seconds_all"] == 120.0
     spec = importlib.util.spec_from_file_location("regenerate_plain", REPO / "scripts" / "regenerate.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # its own command(), not the stand-in
     assert module.command("10_mai", "cpu-real", "disabled", "cpu-real-v2")[-2:] == ["--run-name", "cpu-real-v2"]
     assert module.command("10_mai-latency", "cpu-real", "disabled", "cpu-real-v2")[-1] == "cpu-real-v2-latency"
+
+
+def test_busy_seconds_is_the_union_of_intervals_without_the_gaps(tmp_path, monkeypatch):
+    """Two sessions' rows, an hour apart, with overlapping rows in each: busy counts each instant once, no gap."""
+    module = _regenerate(tmp_path, monkeypatch, {"10_mai": 0.1})
+    t = "2026-12-06T{}:00.000+00:00".format
+    starts, ends = [t("16:00"), t("16:01"), t("18:00")], [t("16:02"), t("16:03"), t("18:10")]
+    assert module.busy_seconds(starts, ends) == (3 + 10) * 60
+

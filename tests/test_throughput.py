@@ -29,3 +29,20 @@ def test_no_measurements_is_one_line(tmp_path):
 
     with pytest.raises(SystemExit, match="run scripts/bench_batch.py first"):
         throughput.build(tmp_path, tmp_path)
+
+
+def test_bound_fraction_is_the_step_bytes_over_the_runs_bandwidth_over_the_step(tmp_path):
+    """Each run's own bandwidth; vLLM's run, which cannot count its engine's weights, takes the checkpoint's step
+    bytes from the transformers run."""
+    for name, backend, step_s, bandwidth, step_bytes in (("hf", "hf", 0.3, 30e9, 3e9),
+                                                         ("hf-compiled", "hf", 0.12, 25e9, 3e9),
+                                                         ("vllm", "vllm", 0.2, 20e9, None)):
+        _bench(tmp_path / f"batch.{name}.json", backend, {1: 5.0})
+        record = json.loads((tmp_path / f"batch.{name}.json").read_text())
+        record["models"]["m"].update(bandwidth_bytes_per_s=bandwidth, step_bytes=step_bytes)
+        record["models"]["m"]["by_batch"]["1"]["decode_step_s"] = step_s
+        (tmp_path / f"batch.{name}.json").write_text(json.dumps(record))
+    df = throughput.load(tmp_path)[0].set_index("backend")
+    assert df.bound_fraction.to_dict() == {"transformers": round(0.1 / 0.3, 3),
+                                           "transformers, compiled decode": 1.0, "vLLM (CPU engine)": 0.75}
+    assert df.loc["transformers, compiled decode", "decode_step_ms"] == 120.0
