@@ -170,9 +170,14 @@ def _image_text(config: dict, described: dict) -> str:
 
 
 def decode_floor(described: dict, bandwidth: float | None) -> float | None:
-    """Seconds per decoded token if every weight byte were read once at the GPU's peak bandwidth."""
+    """Seconds per decoded token if every weight byte were read once at the GPU's peak bandwidth; on a CPU
+    (no bandwidth given), the bytes a step reads over the bandwidth the run measured before the model's runs
+    (experiments/03 records both in models.json; mai.stage_timing), None where neither is known."""
+    if bandwidth is None:
+        step_bytes, measured = described.get("step_bytes"), described.get("memory_bandwidth_bytes_per_s")
+        return step_bytes / measured if step_bytes and measured else None
     weights = _weights_gib(described)
-    return weights * GIB / bandwidth if weights and bandwidth else None
+    return weights * GIB / bandwidth if weights else None
 
 
 def table4(agg: pd.DataFrame, described: dict, bandwidth: float | None = None) -> pd.DataFrame:
@@ -186,8 +191,8 @@ def table4(agg: pd.DataFrame, described: dict, bandwidth: float | None = None) -
         "peak memory (GiB)": agg.peak_memory / GIB,
         "peak over start (GiB)": agg.peak_over_start / GIB,
     })
-    if bandwidth:
-        floors = [decode_floor(described.get(m, {}), bandwidth) for m in agg.model]
+    floors = [decode_floor(described.get(m, {}), bandwidth) for m in agg.model]
+    if any(floors):
         out.insert(4, "decode floor (ms/token)", [f * 1e3 if f else None for f in floors])
         out.insert(5, "decode / floor", [d / f if f else None for d, f in zip(agg.decode_per_token, floors)])
     return out
@@ -235,6 +240,11 @@ def build(run_dir, report_dir) -> dict:
     if bandwidth:
         mem_note += (f" Decode floor: weight bytes / {bandwidth / 1e12:.2f} TB/s (the GPU's peak memory "
                      "bandwidth), the least one decoded token can take at batch size 1.")
+    elif any(decode_floor(d, None) for d in described.values()):
+        mem_note += (" Decode floor (CPU): the bytes a step reads (every weight but the input embedding table) / "
+                     "the memory bandwidth measured in the run before the model's runs (torch summing 2 GiB of "
+                     "float32, best of five), the least one decoded token can take at batch size 1; decode / "
+                     "floor above 1 is the distance from it.")
     tables += report.write_table(table4(agg, described, bandwidth), report_dir, NAME4, config, text + mem_note,
                                  "Table 4: prefill cost per prompt token vs decode cost per output token "
                                  "(decode per token = decode time / (output tokens - 1)), and peak memory")

@@ -61,7 +61,7 @@ from PIL import Image  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import table03  # noqa: E402
-from mai import MaiError, cli, experiment, model_specs, models  # noqa: E402
+from mai import MaiError, cli, experiment, model_specs, models, stage_timing  # noqa: E402
 from mai.families import qwen3_vl  # noqa: E402
 from mai.generation import HFGenerator, Request  # noqa: E402
 from mai.results import row_key  # noqa: E402
@@ -285,6 +285,10 @@ def main(argv=None):
                  else dict(image_size=[width, height], image_tokens=image_tokens(loaded, image)))
         described[loaded.label] = {**loaded.describe(), "build_s": round(build_s, 3),
                                    "torch_threads": torch.get_num_threads(), **extra}
+        if loaded.device.type == "cpu":  # Table 4's decode floor on a CPU: measured here, beside the runs
+            described[loaded.label].update(memory_bandwidth_bytes_per_s=round(stage_timing.memory_bandwidth()),
+                                           step_bytes=stage_timing.weight_bytes(loaded.model),
+                                           decode=args.decode)
         store.write_json("models.json", described)
         written += profile_model(store, loaded, args, questions, image, extra)
         models.free(loaded)

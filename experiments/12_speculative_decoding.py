@@ -62,6 +62,9 @@ def main(argv=None):
     p.add_argument("--blind-draft", action="store_true",
                    help="run transformers' assisted generation as it is: the draft never sees the image")
     args = cli.parse(p, PRESETS, argv)
+    # Speculative decoding runs eagerly (transformers' assisted generation); so does its baseline, the target
+    # alone, so that the speedup compares one decode path with itself, whatever the preset's --decode.
+    args.decode = "eager"
     if not (args.draft and args.target) and len(args.models) != 2:
         raise MaiError("give --draft and --target, or --models DRAFT,TARGET")
     args.draft, args.target = args.draft or args.models[0], args.target or args.models[-1]

@@ -102,7 +102,12 @@ def generator(spec: str, args: argparse.Namespace, store=None):
     """The transformers backend's generator of one model, as the flags load and decode it (--decode)."""
     from mai.generation import HFGenerator
 
-    return HFGenerator(load(spec, args, store), args.seed, decode=args.decode)
+    return HFGenerator(load(spec, args, store), args.seed, decode=decode_of(args))
+
+
+def decode_of(args: argparse.Namespace) -> str:
+    """--decode, or eager for an entry point without the flag (the server's settings, read by bench_soak.py)."""
+    return getattr(args, "decode", None) or "eager"
 
 
 def transformers_cascade(args: argparse.Namespace, store=None):
@@ -124,8 +129,8 @@ def scale_generators(args: argparse.Namespace, store=None, config=None) -> tuple
         small_model, large_model = load(args.small, args, store), load(args.large, args, store)
         if config is not None:
             check_sparse_layer(config, small_model)
-        return (HFGenerator(small_model, args.seed, decode=args.decode),
-                HFGenerator(large_model, args.seed, decode=args.decode))
+        return (HFGenerator(small_model, args.seed, decode=decode_of(args)),
+                HFGenerator(large_model, args.seed, decode=decode_of(args)))
 
     from mai.vllm_backend import VLLMGenerator, start_engines
 

@@ -42,7 +42,7 @@ class HFGenerator:
         self.loaded, self.seed = loaded, seed
         self.max_batch = max_batch  # generate_batch: most requests per generate call (None: no limit)
         self.decode = decode  # "compiled": first stages decode on a static cache with a compiled forward
-        self._capturing = False  # inside a captured call, whose hooks the compiled forward would not run
+        self._compilable = False  # inside generate(), for a call the compiled decode may take (see _decode)
         self._static = compiled_decode.static_caches(loaded.model) if decode == "compiled" else None
 
     @torch.inference_mode()
@@ -55,8 +55,14 @@ class HFGenerator:
         timer.encoded()
         config = self._config(request)
         kwargs = self._continue_from_cache(request)
-        with timer.generating(self.loaded.family.tower(self.loaded.model)):
-            out, attention = self._prefill_and_decode(inputs, kwargs, config, timer.prefill_clock, request.capture)
+        # A captured call's hooks stay on every forward of the call, which a compiled forward would not run.
+        self._compilable = not request.capture and request.mode != "answer"
+        try:
+            with timer.generating(self.loaded.family.tower(self.loaded.model)):
+                out, attention = self._prefill_and_decode(inputs, kwargs, config, timer.prefill_clock,
+                                                          request.capture)
+        finally:
+            self._compilable = False
         n_in = inputs["input_ids"].shape[1]
         new = out.sequences[0, n_in:]
         stopped = bool(new.numel()) and int(new[-1]) in (config.eos_token_id or [])
@@ -158,22 +164,19 @@ class HFGenerator:
             return self._decode(inputs, kwargs, config, clock), None
         # The capture's hooks stay on every forward of the call, so a captured call decodes eagerly.
         with capture_attention(self.loaded.model, capture, prefill_only=True) as cap:
-            self._capturing = True
-            try:
-                out = self._decode(inputs, kwargs, config, clock)
-            finally:
-                self._capturing = False
+            out = self._decode(inputs, kwargs, config, clock)
         return out, {layer: row.float().cpu() for layer, row in cap.rows.items()}
 
     def _decode(self, inputs: dict, kwargs: dict, config: GenerationConfig, clock: LogitsProcessor):
         """The generate call itself; a subclass changes how tokens are decoded (mai.speculative).
 
-        With decode "compiled", a batch-1 call that brings no cache of its own (a first stage; not a second
-        stage, which continues its first stage's cache, nor a captured call) decodes over a static cache with
-        the compiled forward (mai.compiled_decode, which says why batches stay eager)."""
+        With decode "compiled", a first stage of generate() (batch 1; not a second stage, which continues its
+        first stage's cache, nor a captured call) decodes over a static cache with the compiled forward
+        (mai.compiled_decode, which says why batches stay eager). generate_batch's calls, a chunk of one
+        included, stay eager: a stage-major run computes what it computed before the compiled decode existed,
+        and its two lanes hold no compiled graphs (each holds its own copy of the weights)."""
         generate = self.loaded.model.generate
-        batch_1 = inputs["input_ids"].shape[0] == 1
-        if self.decode == "compiled" and batch_1 and not kwargs and not self._capturing:
+        if self.decode == "compiled" and self._compilable and not kwargs:
             batch, width = inputs["input_ids"].shape
             with compiled_decode.compiling():
                 return generate(**inputs, **self._static.generate_kwargs(batch, width + config.max_new_tokens),

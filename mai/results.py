@@ -37,6 +37,9 @@ DAMAGED = RESULTS + ".damaged"
 # rows were copied from does not change what a run is. plan: a --plan invocation stops before it writes a row
 # (runs begun before --plan became a store_true flag recorded None, later ones False). systems: which systems an
 # invocation runs, and in which order; each row is one system's, so a resumption may run another subset.
+# Flags added after runs began, with the value every run before them had: a configuration written before the flag
+# existed reads as that value (--decode: every run decoded eagerly until mai.compiled_decode).
+_ADDED = {"decode": "eager"}
 _VOLATILE = ("provenance", "wandb", "datasets", "reuse_from", "plan", "systems")  # datasets: checked by update_config once loaded
 
 
@@ -170,7 +173,7 @@ class RunStore:
 
     def _write_config(self, config: dict) -> None:
         if self.config_path.exists() and self._has_results():
-            old = json.loads(self.config_path.read_text())
+            old = {**{k: v for k, v in _ADDED.items() if k in config}, **json.loads(self.config_path.read_text())}
             strip = lambda c: {k: v for k, v in c.items() if k not in _VOLATILE}  # noqa: E731
             if strip(old) != strip(config):
                 changed = sorted(k for k in set(old) | set(config)

@@ -43,6 +43,10 @@ VARIANTS = {"10_mai-latency": ("10_mai", "latency", ["--order", "example", "--li
 # Phases run one after another; a phase's lanes run at once, each lane's scripts in order. cpu-real: what is
 # timed at batch 1 runs alone (two threads); the stage-major runs share the cores, one thread each. 10_mai-latency
 # precedes 10_mai, whose table reads it; 07 precedes 01, which reuses its rows.
+# The stage-major parts decode eagerly: their batched calls do on any --decode (mai.compiled_decode is batch 1
+# only), and the runs begun before --decode existed resume only under the same setting.
+EAGER = {"cpu-real": ("08_reasoning_transfer", "09_layer_ablation", "10_mai", "07_prompt_modes",
+                      "01_tokens_vs_accuracy")}
 PHASES = {
     "cpu-real": [[["03_stage_profiling", "10_mai-latency", "12_speculative_decoding"]],
                  [["08_reasoning_transfer", "09_layer_ablation"], ["10_mai", "07_prompt_modes", "01_tokens_vs_accuracy"]]],
@@ -60,6 +64,8 @@ def command(script: str, preset: str, wandb: str, name: str | None = None) -> li
     name = name or preset
     base, run = run_name(script, name)
     cmd = [sys.executable, str(ROOT / "experiments" / f"{base}.py"), "--preset", preset, "--wandb", wandb]
+    if script in EAGER.get(preset, ()):
+        cmd += ["--decode", "eager"]
     if script in VARIANTS:  # a variant's tables stay in its run's report/
         return cmd + VARIANTS[script][2] + ["--run-name", run]
     if name != preset:  # a set growing beside the committed one: its tables stay in its runs' report/

@@ -80,3 +80,16 @@ def test_compiled_equals_eager_on_qwen3_vl_with_an_image(tiny_small, chart_image
     want, got = eager.generate(request), compiled.generate(request)
     assert len(set(want.output_ids)) > 1
     assert got.output_ids == want.output_ids
+
+
+def test_a_batch_of_one_stays_eager(tiny_text):
+    """generate_batch never compiles, a chunk of one included: a stage-major run computes what it did before, and
+    holds no compiled graph (each holds its own copy of the weights)."""
+    from mai.compiled_decode import static_caches
+
+    compiled = HFGenerator(tiny_text, decode="compiled")
+    before = set(static_caches(tiny_text.model).caches)
+    [row] = compiled.generate_batch([Request(QUESTIONS[0], [], "think", POST, max_new_tokens=300)])
+    assert set(static_caches(tiny_text.model).caches) == before and row.batch_size == 1
+    compiled.generate(Request(QUESTIONS[0], [], "think", POST, max_new_tokens=300))
+    assert (1, 512) in static_caches(tiny_text.model).caches

@@ -122,3 +122,18 @@ def test_decode_floor_on_a_known_gpu():
     # 2.4e9 bf16 parameters read once per token at 4.8 TB/s: 1 ms.
     assert decode_floor(dict(parameters=2.4e9, dtype="bfloat16"), 4.8e12) == pytest.approx(2.4e9 * 2 / 4.8e12)
     assert decode_floor(dict(parameters=2.4e9, dtype="bfloat16"), None) is None
+
+
+def test_decode_floor_on_a_cpu_is_the_runs_own_measure():
+    """On a CPU the floor is the step's bytes over the bandwidth the run measured beside the model's runs."""
+    from analysis.table03 import decode_floor
+    from mai.models import load_model
+    from mai.stage_timing import weight_bytes
+
+    assert decode_floor(dict(step_bytes=3e9, memory_bandwidth_bytes_per_s=30e9), None) == pytest.approx(0.1)
+    model = load_model("tiny-qwen2", device="cpu", dtype="float32").model
+    embedding = model.get_input_embeddings().weight
+    untied = model.get_output_embeddings().weight is not embedding
+    everything = sum(p.numel() * p.element_size() for p in model.parameters())
+    # A step reads one row of an untied input embedding table, not the table.
+    assert weight_bytes(model) == everything - untied * embedding.numel() * embedding.element_size()

@@ -80,6 +80,9 @@ def test_a_named_set_grows_beside_the_committed_one(tmp_path, monkeypatch):
     spec.loader.exec_module(module)  # its own command(), not the stand-in
     assert module.command("10_mai", "cpu-real", "disabled", "cpu-real-v2")[-2:] == ["--run-name", "cpu-real-v2"]
     assert module.command("10_mai-latency", "cpu-real", "disabled", "cpu-real-v2")[-1] == "cpu-real-v2-latency"
+    # Stage-major parts decode eagerly; the batch-1 latency sample takes the preset's compiled decode.
+    assert "--decode" in module.command("10_mai", "cpu-real", "disabled", "cpu-real-v2")
+    assert "--decode" not in module.command("10_mai-latency", "cpu-real", "disabled", "cpu-real-v2")
 
 
 def test_busy_seconds_is_the_union_of_intervals_without_the_gaps(tmp_path, monkeypatch):

@@ -47,6 +47,14 @@ def test_a_different_config_is_refused(tmp_path):
     RunStore(tmp_path, "exp", "run", {"models": ["a"], "provenance": {"git_commit": "other"}})
 
 
+def test_a_flag_added_later_reads_as_what_earlier_runs_did(tmp_path):
+    """A run begun before --decode existed decoded eagerly: it resumes with --decode eager, not compiled."""
+    _store(tmp_path).append({"key": "k0"})
+    RunStore(tmp_path, "exp", "run", {"models": ["a"], "decode": "eager"})
+    with pytest.raises(MaiError, match=r"differs in: decode"):
+        RunStore(tmp_path, "exp", "run", {"models": ["a"], "decode": "compiled"})
+
+
 def _fake_generate(request):
     if "boom" in request.question:
         raise RuntimeError("generation exploded")
