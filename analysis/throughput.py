@@ -29,6 +29,11 @@ BACKENDS = {"hf": "transformers", "hf-compiled": "transformers, compiled decode"
 def load(bench_dir: Path) -> tuple[pd.DataFrame, list[dict]]:
     """One line per (model, backend, batch size) from every runs/bench/batch.<backend>.json."""
     lines, sources = [], []
+    # A step's bytes per model, as the transformers runs counted them (vLLM's cannot count its engine's weights).
+    step_bytes = {model: m["step_bytes"] for backend in ("hf", "hf-compiled")
+                  if (bench_dir / f"batch.{backend}.json").exists()
+                  for model, m in json.loads((bench_dir / f"batch.{backend}.json").read_text())["models"].items()
+                  if m.get("step_bytes")}
     for backend in BACKENDS:
         path = bench_dir / f"batch.{backend}.json"
         if not path.exists():
@@ -41,7 +46,7 @@ def load(bench_dir: Path) -> tuple[pd.DataFrame, list[dict]]:
                 lines.append(dict(model=model, backend=BACKENDS[backend], batch=int(batch),
                                   tokens_per_s=m["tokens_per_s"], ratio_to_batch_1=m["ratio_to_smallest"],
                                   seconds=m["seconds"], decode_step_ms=_ms(m.get("decode_step_s")),
-                                  bound_fraction=_bound(m, measured, model, bench_dir),
+                                  bound_fraction=_bound(m, measured, step_bytes.get(model)),
                                   batched_equals_batch_1=f"{same['questions'] - same['differing']}/{same['questions']}"))
     if not lines:
         raise SystemExit(f"error: no batch.<backend>.json under {bench_dir}; run scripts/bench_batch.py first")
@@ -57,16 +62,9 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1e3, 1)
 
 
-def _bound(m: dict, measured: dict, model: str, bench_dir: Path) -> float | None:
-    """A decode step's fraction of the bandwidth bound: the step's bytes / the run's own bandwidth / the step.
-    vLLM's run measures its bandwidth but cannot count its engine's weights: the bytes are the same checkpoint's
-    as the transformers run counted (either transformers file)."""
+def _bound(m: dict, measured: dict, step_bytes: int | None) -> float | None:
+    """A decode step's fraction of the bandwidth bound: the step's bytes / the run's own bandwidth / the step."""
     step_s, bandwidth = m.get("decode_step_s"), measured.get("bandwidth_bytes_per_s")
-    step_bytes = measured.get("step_bytes")
-    for backend in ("hf", "hf-compiled"):
-        path = bench_dir / f"batch.{backend}.json"
-        if step_bytes is None and path.exists():
-            step_bytes = json.loads(path.read_text())["models"].get(model, {}).get("step_bytes")
     if not (step_s and bandwidth and step_bytes):
         return None
     return round(step_bytes / bandwidth / step_s, 3)

@@ -15,7 +15,7 @@ paper_tables/throughput.cpu-real.md; probes for the rest):
   benchmark and a 0.5B step took 66 ms; CPP alone, 31-42 ms.
 - Batch 1 only: a batch of 16 on this path took 330 ms a 0.5B step (eager ~135-180 ms); the CPP template reads
   weights well for one row, not for sixteen, and masked attention over the static length costs 4.4 ms a layer.
-  Batched calls (generate_batch's chunks of more than one request) stay eager.
+  generate_batch's calls stay eager, a chunk of one included (HFGenerator._decode).
 - Static length: SDPA's CPU kernel pays for every position of it, masked or not: a 0.5B step 41.5 ms at 256 and
   81 ms at 1024 (1.5B: 101 and 167 ms; eager 89 and 254 ms). dynamic=True, which would let one graph serve every
   length at its own cost, failed on a mask-shape guard in transformers 5.24's static-cache path: left for later.

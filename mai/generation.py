@@ -56,7 +56,7 @@ class HFGenerator:
         config = self._config(request)
         kwargs = self._continue_from_cache(request)
         # A captured call's hooks stay on every forward of the call, which a compiled forward would not run.
-        self._compilable = not request.capture and request.mode != "answer"
+        self._compilable = not request.capture
         try:
             with timer.generating(self.loaded.family.tower(self.loaded.model)):
                 out, attention = self._prefill_and_decode(inputs, kwargs, config, timer.prefill_clock,
