@@ -296,9 +296,15 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None,
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
         args.limit = preset.limit
+    decode_given = getattr(args, "decode", None) is not None or "decode" in preset.extra
     for key, value in {**(real_defaults() if preset.real else {}), **preset.extra}.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
+    if preset.real and getattr(args, "order", None) == "stage" and not decode_given:
+        # A stage-major run's batches decode eagerly anyway; its batches of one (a short last batch, a route few
+        # examples take) would go through generate() and compile a graph for each cache length and model, about a
+        # minute each here, for a handful of calls (the README's quick start went from 3 to over 7 minutes).
+        args.decode = "eager"
     for key, value in LATE_DEFAULTS.items():  # what a flag means when neither the user nor the preset set it
         if key in vars(args) and getattr(args, key) is None:
             setattr(args, key, value)

@@ -135,6 +135,17 @@ def test_real_pair_decodes_compiled_and_other_presets_eagerly(experiment):
     assert cli.parse(p, mod.PRESETS, ["--preset", "cpu", "--decode", "compiled"]).decode == "compiled"
 
 
+def test_real_pair_stage_major_runs_decode_eagerly_unless_told(experiment):
+    """Table 10's cpu-real preset runs stage-major: its batches of one would otherwise compile a graph per cache
+    length for a few calls (the README's four-question quick start went from 3 to over 7 minutes)."""
+    mod = experiment("10_mai")
+    p = cli.parser("", mod.PRESETS)
+    cli.add_scale_flags(p)
+    assert cli.parse(p, mod.PRESETS, ["--preset", "cpu-real"]).decode == "eager"
+    assert cli.parse(p, mod.PRESETS, ["--preset", "cpu-real", "--order", "example"]).decode == "compiled"
+    assert cli.parse(p, mod.PRESETS, ["--preset", "cpu-real", "--decode", "compiled"]).decode == "compiled"
+
+
 def test_sparse_layer_is_the_papers_relative_depth():
     """L12 of Qwen3-VL-2B's 28 layers, carried to the 0.5B's 24: floor(12 / 28 * 24) = 10."""
     assert cli.REAL_SPARSE_LAYER == int(12 / 28 * 24) == 10
