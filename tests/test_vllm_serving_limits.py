@@ -76,7 +76,13 @@ def test_schema_fuzzing_finds_no_5xx_and_no_undeclared_response(vllm_system, mod
         assert 200 in sent[CHAT], sent
 
 
+@pytest.mark.opt_in
 def test_a_short_soak_keeps_valid_answers_10_mai_s_and_the_server_clean():
+    """scripts/bench_soak.py on vLLM (4 min 26 s of the engine suite's 12 at -n 2): opt-in, since each of its checks
+    is made in CI by a cheaper test: bad requests' statuses (the two requests and the schema fuzz above, on the
+    engines), a short query's answer beside a long one (below), the engines' answers equal 10_mai's on
+    transformers (test_vllm_engine.py's test d), and the soak script itself (tests/test_bench_soak.py, on
+    transformers)."""
     root = Path(__file__).resolve().parent.parent
     run = subprocess.run([sys.executable, "scripts/bench_soak.py", "--preset", "cpu", "--backend", "vllm",
                           "--valid", "2", "--bad-per-valid", "4", "--client-timeout", "120", "--ready-timeout", "300",
@@ -115,3 +121,16 @@ def test_a_short_query_behind_a_long_one_is_answered_within_3x_its_alone_latency
     assert short.json()["choices"][0]["message"]["content"] == alone.json()["choices"][0]["message"]["content"]
     assert long_r.json()["choices"][0]["message"]["content"] == long_alone.json()["choices"][0]["message"]["content"]
     print(f"vllm: short alone {alone_s:.2f} s, behind a long one {short_s:.2f} s; long {long_s:.1f} s")
+
+
+def test_forty_concurrent_long_queries_leave_a_short_one_its_turn_and_the_server_recovers(vllm_system):
+    """Issue 40's second case on vLLM (tests/test_serving_fairness.py's, on the engines): a short query among 40
+    long ones is answered within 60 s, as it is alone, and the server drains to nothing once they have gone."""
+    from test_serving_fairness import forty_long_and_a_short
+
+    seen = forty_long_and_a_short(vllm_system, leave_after=20.0)
+    assert seen["drained"] and seen["short"].status_code == seen["after"].status_code == 200
+    assert 1 <= seen["long_active"] <= 7  # one thread of --max-concurrency's 8 kept free for short queries
+    assert seen["short_s"] < 60, seen
+    assert seen["short"].json()["choices"][0]["message"]["content"] == \
+        seen["alone"].json()["choices"][0]["message"]["content"]
