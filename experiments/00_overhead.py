@@ -20,11 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tqdm.auto import tqdm  # noqa: E402
 
 from mai import cli, experiment  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
-PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=5,
-                             extra=dict(small="tiny-small", large="tiny-large", think_tokens=16, simple_tokens=8,
-                                        max_pixels=128 * 128))}
+PRESETS = {"cpu": RECORDS["cpu"].preset(5, think_tokens=16)}
 MAX_RATIO = 1.05
 
 

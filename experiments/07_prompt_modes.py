@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table07  # noqa: E402
 from mai import cli, experiment, model_specs, models  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.batch import model_batch_system, run_systems_stage_major  # noqa: E402
 from mai.evaluate import evaluate_model, prompt_system  # noqa: E402
 from mai.generation import HFGenerator  # noqa: E402
@@ -24,16 +25,11 @@ from mai.results import row_key  # noqa: E402
 
 EXPERIMENT = "07_prompt_modes"
 PRESETS = {
-    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None, extra=dict(think_tokens=1024)),
-    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=12, extra=dict(think_tokens=48, simple_tokens=16,
-                                                                         max_pixels=128 * 128)),
+    "paper": RECORDS["paper"].preset(None, pair=False),
+    "cpu": RECORDS["cpu"].preset(12, pair=False, think_tokens=48, simple_tokens=16),  # longer answers than Table 10's
     # The settings frozen on the dev split (mai.cli REAL_*), stage-major on the test split, on Table 10's questions:
     # three of its four rows are Table 10's 1.5B-S, 0.5B-R and 1.5B-R, copied once that run has them (mai.reuse).
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table7"], real=True,
-                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
-                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
-                                      think_prompt=cli.REAL_THINK_PROMPT, order="stage", batch_size=cli.REAL_BATCH_SIZE,
-                                      threads=cli.REAL_BATCH_THREADS, reuse_from="10_mai")),
+    "cpu-real": RECORDS["cpu-real"].preset(cli.REAL_LIMITS["table7"], pair=False, stage=True, reuse_from="10_mai"),
 }
 
 

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table08  # noqa: E402
 from mai import MaiError, cli, experiment  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.batch import (model_batch_system, run_systems_stage_major, sparse_transfer_batch_system,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import Cascade  # noqa: E402
@@ -27,23 +28,13 @@ from mai.evaluate import (SpanVariants, model_system, run_systems, sparse_transf
 
 EXPERIMENT = "08_reasoning_transfer"
 PRESETS = {
-    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
-                        extra=dict(small=cli.PAPER_MODELS[0], mid=cli.PAPER_MODELS[1], large=cli.PAPER_MODELS[2],
-                                   think_tokens=1024)),
-    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
-                      extra=dict(small="tiny-small", mid="", large="tiny-large", think_tokens=32, simple_tokens=8,
-                                 max_pixels=128 * 128)),
+    "paper": RECORDS["paper"].preset(None, mid=cli.PAPER_MODELS[1]),
+    "cpu": RECORDS["cpu"].preset(6, mid=""),
     # No middle model: the real pair is two sizes of one family. Full and sparse transfer, on the questions and with
     # the settings of Table 10 (mai.cli REAL_*), stage-major; Table 10's run computes the same 1.5B-S, 0.5B-R and
     # full-transfer batches, and whichever script runs one first, the other copies it (mai.reuse).
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table8"], real=True,
-                           extra=dict(small=cli.REAL_MODELS[0], mid="", large=cli.REAL_MODELS[1],
-                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
-                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
-                                      think_prompt=cli.REAL_THINK_PROMPT, sparse_layer=cli.REAL_SPARSE_LAYER,
-                                      delta=cli.REAL_DELTA, spans=list(cli.REAL_SPANS), order="stage",
-                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS,
-                                      reuse_from="10_mai")),
+    "cpu-real": RECORDS["cpu-real"].preset(cli.REAL_LIMITS["table8"], sparse=True, stage=True, mid="",
+                                           **RECORDS["cpu-real"].settings("spans"), reuse_from="10_mai"),
 }
 
 

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from analysis import gpu_estimate, table09  # noqa: E402
 from mai import MaiError, cli, experiment, models, prompts  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.attention import SparseOptions  # noqa: E402
 from mai.batch import generate_batch, model_batch_system, run_systems_stage_major  # noqa: E402
 from mai.evaluate import model_system, request_for, run_systems  # noqa: E402
@@ -41,18 +42,10 @@ EXPERIMENT = "09_layer_ablation"
 # --preset cpu-real's layers swept (None: all 24 of the 0.5B); its other settings are mai.cli's REAL_*.
 CPU_REAL_LAYERS = [0, 4, 8, 10, 12, 16, 20, 23]  # every 4th of the 0.5B's 24, the default sparse layer 10 and the last
 PRESETS = {
-    "paper": cli.Preset(cli.PAPER_MODELS, ("pope",), limit=None,
-                        extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
-    "cpu": cli.Preset(cli.CPU_MODELS, ("synth-pope",), limit=6,
-                      extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=4,
-                                 max_pixels=128 * 128)),
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table9"], real=True,
-                           extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
-                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
-                                      think_prompt=cli.REAL_THINK_PROMPT, layers=CPU_REAL_LAYERS, order="stage",
-                                      spans=list(cli.REAL_SPANS),
-                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS)),
+    "paper": RECORDS["paper"].preset(None, benchmarks=("pope",)),
+    "cpu": RECORDS["cpu"].preset(6, benchmarks=("synth-pope",), simple_tokens=4),  # POPE answers in a word
+    "cpu-real": RECORDS["cpu-real"].preset(cli.REAL_LIMITS["table9"], stage=True, layers=CPU_REAL_LAYERS,
+                                           **RECORDS["cpu-real"].settings("spans")),
     "cpu-smollm2": cli.Preset(("smollm2-135m",), (), limit=8, extra=dict(small="smollm2-135m", think_tokens=64)),
 }
 # cpu-smollm2: text questions whose reasoning a 135M model can write (the attention curve needs no accuracy).

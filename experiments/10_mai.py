@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table10  # noqa: E402
 from mai import MaiError, cli, experiment, model_specs, models  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.batch import (cascade_batch_system, model_batch_system, run_systems_stage_major,  # noqa: E402
                        transfer_batch_system)
 from mai.cascade import VERIFY, Cascade  # noqa: E402
@@ -59,26 +60,18 @@ SYSTEMS = ("large-S", "large-R", "small-R", "Full RT", "MAI")
 # MAI's rows, one per verification variant, named as the paper names them.
 MAI_LABELS = {"answer": "MAI two-stage answer (Sec. 5.1)", "reasoning": "MAI simplified (verify on reasoning)"}
 PRESETS = {
-    "paper": cli.Preset(cli.PAPER_MODELS, cli.PAPER_BENCHMARKS, limit=None,
-                        extra=dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024)),
-    "cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=6,
-                      extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
-                                 max_pixels=128 * 128)),
+    "paper": RECORDS["paper"].preset(None),
+    "cpu": RECORDS["cpu"].preset(6),
     # The settings frozen on the dev split (mai.cli REAL_*), on 200 test questions a task, stage-major (accuracy
     # and routes; the batch-1 latency sample is its own run: --order example --limit 30 --run-name cpu-real-latency).
     # MAI transfers sparsely from the paper's relative depth (cli.REAL_SPARSE_LAYER, delta 0.8 as the paper); Full
     # RT is its own row. MAI's rows come first, so that a run cut short has the routes, then 1.5B-R, the one
     # baseline no other script computes: 1.5B-S, 0.5B-R and Full RT are Table 8's large-S, small-R and transfer
     # rows, and whichever of the two scripts runs a batch first, the other copies it (mai.reuse).
-    "cpu-real": cli.Preset(cli.REAL_MODELS, cli.REAL_BENCHMARKS, limit=cli.REAL_LIMITS["table10"], real=True,
-                           extra=dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1],
-                                      think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
-                                      simple_prompt=cli.REAL_SIMPLE_PROMPT,
-                                      think_prompt=cli.REAL_THINK_PROMPT, transfer="sparse",
-                                      sparse_layer=cli.REAL_SPARSE_LAYER, delta=cli.REAL_DELTA, order="stage",
-                                      batch_size=cli.REAL_BATCH_SIZE, threads=cli.REAL_BATCH_THREADS,
-                                      systems=["MAI", "large-R", "large-S", "Full RT", "small-R"],
-                                      reuse_from="08_reasoning_transfer")),
+    "cpu-real": RECORDS["cpu-real"].preset(cli.REAL_LIMITS["table10"], sparse=True, stage=True,
+                                           **RECORDS["cpu-real"].settings("transfer"),
+                                           systems=["MAI", "large-R", "large-S", "Full RT", "small-R"],
+                                           reuse_from="08_reasoning_transfer"),
 }
 
 

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis import table12  # noqa: E402
 from mai import MaiError, cli, experiment, models  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.cascade import Cascade, CascadeConfig  # noqa: E402
 from mai.benchmarks import get_benchmark  # noqa: E402
 from mai.evaluate import cascade_system, check_example, request_for, run_systems  # noqa: E402
@@ -37,15 +38,12 @@ from mai.speculative import SpeculativeGenerator  # noqa: E402
 EXPERIMENT = "12_speculative_decoding"
 MODE_TAG = {"simple": "S", "think": "R"}
 PRESETS = {
-    "paper": cli.Preset(("Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"), ("chartqa",), limit=None,
-                        extra=dict(think_tokens=1024, mode="think")),
-    "cpu": cli.Preset(cli.CPU_MODELS, ("synth-chartqa",), limit=4,
-                      extra=dict(think_tokens=24, simple_tokens=8, mode="think", max_pixels=128 * 128)),
+    "paper": RECORDS["paper"].preset(None, pair=False, models=(cli.PAPER_MODELS[0], cli.PAPER_MODELS[2]),
+                                     benchmarks=("chartqa",), mode="think"),
+    "cpu": RECORDS["cpu"].preset(4, pair=False, benchmarks=("synth-chartqa",), think_tokens=24, mode="think"),
     # GSM8K's arithmetic stands where the paper's ChartQA reasoning does; the 0.5B drafts for the 1.5B (one tokenizer).
-    "cpu-real": cli.Preset(cli.REAL_MODELS, ("gsm8k",), limit=cli.REAL_LIMITS["table12"], real=True,
-                           extra=dict(think_tokens=cli.REAL_THINK_TOKENS, simple_tokens=cli.REAL_SIMPLE_TOKENS,
-                                      simple_prompt=cli.REAL_SIMPLE_PROMPT, think_prompt=cli.REAL_THINK_PROMPT,
-                                      mode="think")),
+    "cpu-real": RECORDS["cpu-real"].preset(cli.REAL_LIMITS["table12"], pair=False, benchmarks=("gsm8k",),
+                                           mode="think"),
 }
 
 

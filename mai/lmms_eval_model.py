@@ -36,6 +36,7 @@ rows into ``<run_name>-rank<I>of<N>``.
 from __future__ import annotations
 
 from mai import MaiError, metrics
+from mai.presets import RECORDS
 
 
 def manifests():
@@ -50,12 +51,14 @@ def manifests():
 # Model arguments
 # ---------------------------------------------------------------------------------------------------
 
-COMMON_ARGS = dict(device="auto", dtype="auto", attn="sdpa", seed=0, think_tokens=1024, simple_tokens=None,
-                   min_pixels=None, max_pixels=None, out="runs", run_name=None, batch_size=1, max_batch_size=None)
-MAI_ARGS = dict(small="Qwen/Qwen3-VL-2B-Instruct", large="Qwen/Qwen3-VL-8B-Instruct", verify="answer",
+# The paper preset's record (mai.presets): its pair and reasoning budget, as the experiments run them.
+COMMON_ARGS = dict(device="auto", dtype="auto", attn="sdpa", seed=0, think_tokens=RECORDS["paper"].think_tokens,
+                   simple_tokens=None, min_pixels=None, max_pixels=None, out="runs", run_name=None, batch_size=1,
+                   max_batch_size=None)
+MAI_ARGS = dict(small=RECORDS["paper"].small, large=RECORDS["paper"].large, verify="answer",
                 transfer="full", sparse_layer=None, delta=0.8, heads="mean", sink="keep", query="answer",
                 agree="paper", answer_tokens=16, **COMMON_ARGS)
-SINGLE_ARGS = dict(model="Qwen/Qwen3-VL-8B-Instruct", mode="simple", **COMMON_ARGS)
+SINGLE_ARGS = dict(model=RECORDS["paper"].large, mode="simple", **COMMON_ARGS)
 
 
 def parse_args(model_id: str, given: dict, defaults: dict) -> dict:

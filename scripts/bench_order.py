@@ -24,12 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from mai import cli, experiment  # noqa: E402
+from mai.presets import RECORDS  # noqa: E402
 from mai.batch import Query, run_cascade_stage_major  # noqa: E402
 from mai.benchmarks import get_benchmark, load_benchmark  # noqa: E402
 
-PRESETS = {"cpu": cli.Preset(cli.CPU_MODELS, cli.CPU_BENCHMARKS, limit=10,
-                             extra=dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8,
-                                        max_pixels=128 * 128))}
+PRESETS = {"cpu": RECORDS["cpu"].preset(10)}
 
 
 def signature(trace) -> tuple:

@@ -20,20 +20,12 @@ import os
 from pathlib import Path
 
 from mai import MaiEnvironmentError, MaiError, cli, experiment, prompts
+from mai.presets import RECORDS
 
-# As experiments/10_mai.py's presets (Table 10), so that a served answer is the table's for the same question:
-# small, large, think tokens, Simple cap (None: the benchmark's), max pixels, and the preset's other defaults;
-# cpu-real's from mai.cli's frozen REAL_* settings, as the experiments read them (tests/test_real_smoke.py serves
-# committed Table 10 questions and compares every call's prompt length and the route with the rows).
-PRESETS = {
-    "paper": dict(small=cli.PAPER_MODELS[0], large=cli.PAPER_MODELS[2], think_tokens=1024),
-    "cpu": dict(small="tiny-small", large="tiny-large", think_tokens=32, simple_tokens=8, max_pixels=128 * 128),
-    "cpu-text": dict(small="tiny-qwen3", large="tiny-smollm2", think_tokens=32, simple_tokens=8),
-    "cpu-real": dict(small=cli.REAL_MODELS[0], large=cli.REAL_MODELS[1], think_tokens=cli.REAL_THINK_TOKENS,
-                     simple_tokens=cli.REAL_SIMPLE_TOKENS, think_prompt=cli.REAL_THINK_PROMPT,
-                     simple_prompt=cli.REAL_SIMPLE_PROMPT, transfer="sparse", sparse_layer=cli.REAL_SPARSE_LAYER,
-                     delta=cli.REAL_DELTA, **cli.real_defaults()),
-}
+# Each preset's record (mai.presets), as experiments/10_mai.py reads it, so that a served answer is Table 10's for the
+# same question: the pair, MAI's cascade and transfer, and the real pair's dtype and threads (tests/test_real_smoke.py
+# serves committed Table 10 questions and compares every call's prompt length and the route with the rows).
+PRESETS = {name: record.served() for name, record in RECORDS.items()}
 # The context each preset serves by default (--max-model-len): what its hardware answers within the default
 # --request-timeout (600 s), not the checkpoint's whole context (docs/serving-limits.md has the measurements).
 # None: the checkpoint's (the paper preset runs on a GPU). Never more than the checkpoint's own.
