@@ -26,7 +26,7 @@ call of every system decodes exactly its limit (--simple-tokens, --think-tokens,
 --latency-profile RUN (an experiments/03 run of the same models on the same machine), the table puts the
 latency model's prediction (analysis/latency_model.py) beside each measured latency.
 
-    python experiments/10_mai.py --preset cpu --force-routes simple=0.55,reasoning=0.15,transfer=0.30 \
+    python experiments/10_mai.py --preset cpu --force-routes simple=0.55,reasoning=0.15,transfer=0.30 \\
         --latency-profile runs/03_stage_profiling/cpu --run-name cpu-forced
 
 One untimed call of each model (a short Simple answer to the first example) comes before the timed rows,

@@ -158,6 +158,16 @@ def benchmark_names() -> list[str]:
     return list(BENCHMARKS)
 
 
+def benchmark_names_by_source() -> tuple[list[str], list[str]]:
+    """The registered benchmarks that load today, and those read from the BIG-bench archive (strategyqa,
+    object_counting, date_understanding), which the registry stopped serving: the BBH tasks replaced them."""
+    from mai.benchmarks import BENCHMARKS
+    from mai.benchmarks._bbh import BigBenchBenchmark
+
+    archived = [name for name, bench in BENCHMARKS.items() if isinstance(bench, BigBenchBenchmark)]
+    return [name for name in BENCHMARKS if name not in archived], archived
+
+
 def architecture_names() -> str:
     """'family: arch, arch; family: ...' over the registered families' random-weight architectures."""
     from mai import families
@@ -231,7 +241,10 @@ def parser(doc: str, presets: dict[str, Preset]) -> argparse.ArgumentParser:
     p.add_argument("--models", type=csv_list, help="comma-separated hub ids, local checkpoint paths, real "
                    f"checkpoints ({', '.join(real_pair())}) or random-weight architectures, by family: "
                    f"{architecture_names()}; two name the small and the large model of a pair")
-    p.add_argument("--benchmarks", type=csv_list, help=f"comma-separated: {', '.join(benchmark_names())}")
+    current, archived = benchmark_names_by_source()
+    p.add_argument("--benchmarks", type=csv_list,
+                   help=f"comma-separated: {', '.join(current)}; from the BIG-bench archive the registry no longer "
+                        f"serves (a cached copy still loads; their cpu-real rows are history): {', '.join(archived)}")
     p.add_argument("--limit", type=int, help="examples per benchmark (a deterministic subsample)")
     p.add_argument("--split", choices=["dev", "test"],
                    help="the questions that ship with the repository (bbh_*, gsm8k): dev, where settings are "

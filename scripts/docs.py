@@ -339,9 +339,15 @@ def _flag_tables(parser: argparse.ArgumentParser, keep) -> list[str]:
 
 
 def _examples(parser: argparse.ArgumentParser) -> str:
-    """The example commands of a script's docstring (its indented lines), without the prose around them."""
-    lines = [line[4:] for line in (parser.description or "").splitlines()
-             if line.startswith("    ") and line.split()[0] in ("python", "wandb", "#")]
+    """The example commands of a script's docstring (its indented lines, with a command's continuation lines after
+    a backslash), without the prose around them."""
+    lines, continued = [], False
+    for line in (parser.description or "").splitlines():
+        if line.startswith("    ") and (continued or line.split()[0] in ("python", "wandb", "#")):
+            lines.append(line[4:])
+            continued = line.rstrip().endswith("\\")
+        else:
+            continued = False
     return "\n".join(lines)
 
 
