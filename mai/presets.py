@@ -63,9 +63,10 @@ class Record:
 
     def served(self) -> dict:
         """What `mai serve` and `mai answer` fill in: the pair, MAI's cascade and transfer (not the batching, which a
-        server does not do), and for the real pair its dtype, threads and decode."""
-        return dict(small=self.small, large=self.large, **self.settings(*CASCADE, "transfer", *SPARSE),
-                    **(cli.real_defaults() if self.real else {}))
+        server does not do), and for the real pair its dtype and threads. Not its compiled decode: a served query
+        decodes eagerly, taking turns token by token with the others (mai.serving.system)."""
+        real = {k: v for k, v in cli.real_defaults().items() if k != "decode"} if self.real else {}
+        return dict(small=self.small, large=self.large, **self.settings(*CASCADE, "transfer", *SPARSE), **real)
 
 
 RECORDS = {

@@ -3,7 +3,8 @@
     python scripts/bench_soak.py --preset cpu                                   # transformers backend
     .venv-vllm/bin/python scripts/bench_soak.py --preset cpu --backend vllm     # vLLM's CPU engine
     python scripts/bench_soak.py --preset cpu --rounds 5                        # a longer soak
-    python scripts/bench_soak.py --preset cpu-real --valid 4 --client-timeout 1800 --server-arg=--request-timeout --server-arg=1800
+    python scripts/bench_soak.py --preset cpu-real --valid 4 --client-timeout 1800 --server-arg=--request-timeout \\
+        --server-arg=1800 --server-arg=--benchmark --server-arg=bbh_object_counting
 
 1. Starts the server (this script's Python; --max-body-bytes 4 MiB) and waits for GET /health; each valid
    question once, untimed, so that both phases find the same warm caches (vLLM's prefix cache).
