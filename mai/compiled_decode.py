@@ -21,7 +21,7 @@ paper_tables/throughput.cpu-real.md; probes for the rest):
   length at its own cost, failed on a mask-shape guard in transformers 5.24's static-cache path: left for later.
 - Memory: dynamic=False compiles once per length and each graph holds its own prepacked copy of the weights:
   every new length added about 1 GiB (0.5B) and a minute of compiling. So lengths are the next power of two,
-  at least MIN_LENGTH: a cpu-real run meets three or four. Inductor caches compiled graphs on disk
+  from MIN_LENGTH to MAX_LENGTH (longer calls decode eagerly): a cpu-real run meets two. Inductor caches compiled graphs on disk
   (/tmp/torchinductor_$USER), so a second process pays the load, not the compile.
 
 What it keeps equal: greedy decoding over the same model; only kernel choice and fusion differ, so on the
@@ -40,8 +40,19 @@ from transformers import CompileConfig, DynamicCache, StaticCache
 
 DECODES = ("eager", "compiled")
 MIN_LENGTH = 256  # the shortest static cache
+# The longest: a call that holds more positions decodes eagerly. Each compiled length keeps its own prepacked copy of
+# the weights (about 1 GiB for the 0.5B, 3 for the 1.5B), so lengths 256, 512 and 1024 of both models brought the
+# batch-1 latency sample to 21.3 GB of resident memory, where the kernel killed it (24 GiB machine, 2026-12-06);
+# two lengths stay near Table 4's measured 16 GiB. A longer static cache also gains least: SDPA pays for every
+# masked position (0.5B 81 ms a step at 1024 against 89 eager, 41.5 at 256).
+MAX_LENGTH = 512
 RECOMPILE_LIMIT = 64  # compiled (batch, length) shapes per model before dynamo would fall back to eager
 _POOLS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def fits(tokens: int) -> bool:
+    """Whether a call that holds `tokens` positions takes the compiled decode (its cache at most MAX_LENGTH)."""
+    return cache_length(tokens) <= MAX_LENGTH
 
 
 def cache_length(tokens: int) -> int:

@@ -172,12 +172,14 @@ class HFGenerator:
 
         With decode "compiled", a first stage of generate() (batch 1; not a second stage, which continues its
         first stage's cache, nor a captured call) decodes over a static cache with the compiled forward
-        (mai.compiled_decode, which says why batches stay eager). generate_batch's calls, a chunk of one
+        (mai.compiled_decode, which says why batches stay eager), if its cache fits compiled_decode.MAX_LENGTH;
+        a longer call decodes eagerly. generate_batch's calls, a chunk of one
         included, stay eager: a stage-major run computes what it computed before the compiled decode existed,
         and its two lanes hold no compiled graphs (each holds its own copy of the weights)."""
         generate = self.loaded.model.generate
-        if self.decode == "compiled" and self._compilable and not kwargs:
-            batch, width = inputs["input_ids"].shape
+        batch, width = inputs["input_ids"].shape
+        if (self.decode == "compiled" and self._compilable and not kwargs
+                and compiled_decode.fits(width + config.max_new_tokens)):
             with compiled_decode.compiling():
                 return generate(**inputs, **self._static.generate_kwargs(batch, width + config.max_new_tokens),
                                 generation_config=config, logits_processor=LogitsProcessorList([clock]))

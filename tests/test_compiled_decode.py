@@ -93,3 +93,17 @@ def test_a_batch_of_one_stays_eager(tiny_text):
     assert set(static_caches(tiny_text.model).caches) == before and row.batch_size == 1
     compiled.generate(Request(QUESTIONS[0], [], "think", POST, max_new_tokens=300))
     assert (1, 512) in static_caches(tiny_text.model).caches
+
+
+def test_a_call_longer_than_the_longest_compiled_cache_decodes_eagerly(tiny_text):
+    """Past MAX_LENGTH a call decodes eagerly (each compiled length holds its own copy of the weights: three lengths
+    of the real pair ran a 24 GiB machine out of memory), with the eager path's tokens."""
+    from mai.compiled_decode import MAX_LENGTH, fits, static_caches
+
+    assert fits(MAX_LENGTH) and not fits(MAX_LENGTH + 1)
+    compiled, eager = HFGenerator(tiny_text, decode="compiled"), HFGenerator(tiny_text)
+    before = set(static_caches(tiny_text.model).caches)
+    request = Request(QUESTIONS[1], [], "think", POST, max_new_tokens=MAX_LENGTH)
+    got = compiled.generate(request)
+    assert set(static_caches(tiny_text.model).caches) == before
+    assert got.output_ids == eager.generate(request).output_ids
