@@ -178,10 +178,10 @@ class HFGenerator:
         and its two lanes hold no compiled graphs (each holds its own copy of the weights)."""
         generate = self.loaded.model.generate
         batch, width = inputs["input_ids"].shape
-        if (self.decode == "compiled" and self._compilable and not kwargs
-                and compiled_decode.fits(width + config.max_new_tokens)):
+        tokens = width + config.max_new_tokens  # the positions the call's cache holds
+        if self.decode == "compiled" and self._compilable and not kwargs and compiled_decode.fits(tokens):
             with compiled_decode.compiling():
-                return generate(**inputs, **self._static.generate_kwargs(batch, width + config.max_new_tokens),
+                return generate(**inputs, **self._static.generate_kwargs(batch, tokens),
                                 generation_config=config, logits_processor=LogitsProcessorList([clock]))
         return generate(**inputs, **kwargs, generation_config=config, logits_processor=LogitsProcessorList([clock]))
 
