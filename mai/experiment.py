@@ -18,24 +18,35 @@ REPORT = "report"
 def load_examples(args: argparse.Namespace, store=None) -> list:
     """Every example of the run's benchmarks (--limit, --seed, --data-files); then the run's config.json
     records where each benchmark was read from (lmms-lab/* or lmms-lab-encoder/*, a parquet file, synthetic)."""
-    from mai.benchmarks import dataset_sources, get_benchmark, load_benchmark
+    from mai.benchmarks import dataset_sources, load_benchmark
 
     examples = [ex for name in args.benchmarks
                 for ex in load_benchmark(name, args.limit, args.seed, args.data_files.get(name),
                                          getattr(args, "split", None))]
-    think = getattr(args, "think_prompt", None) or "instruction"
-    simple = cli.simple_prompt_styles(args.simple_prompt, args.benchmarks) if getattr(args, "simple_prompt", None) \
-        else {}
-    for ex in examples:
-        ex.think_prompt, ex.simple_prompt = prompts.styled(ex.question, get_benchmark(ex.benchmark), think,
-                                                           simple.get(ex.benchmark))
-        if think != "instruction":  # rows carry the settings that produced them
-            ex.meta["think_prompt"] = think
-        if simple:
-            ex.meta["simple_prompt"] = simple[ex.benchmark]
+    style_examples(examples, getattr(args, "think_prompt", None), getattr(args, "simple_prompt", None),
+                   args.benchmarks)
     if store is not None:
         sources = dataset_sources()
         store.update_config(datasets={b: sources.get(b) for b in args.benchmarks})
+    return examples
+
+
+def style_examples(examples: list, think_prompt: str | None, simple_prompt: str | None, benchmarks) -> list:
+    """Each example's Think and Simple prompt text in the run's styles (--think-prompt; --simple-prompt, per
+    benchmark), and the styles in its meta, so its rows carry the settings that produced them. An example built
+    outside load_examples (scripts/bench_soak.py's references to the served answers) goes through here too, or
+    it would be asked with the default styles whatever the run's."""
+    from mai.benchmarks import get_benchmark
+
+    think = think_prompt or "instruction"
+    simple = cli.simple_prompt_styles(simple_prompt, benchmarks) if simple_prompt else {}
+    for ex in examples:
+        ex.think_prompt, ex.simple_prompt = prompts.styled(ex.question, get_benchmark(ex.benchmark), think,
+                                                           simple.get(ex.benchmark))
+        if think != "instruction":
+            ex.meta["think_prompt"] = think
+        if simple:
+            ex.meta["simple_prompt"] = simple[ex.benchmark]
     return examples
 
 

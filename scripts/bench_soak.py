@@ -201,8 +201,12 @@ def send_long(base: str, model: str, words: int, timeout: float, stop_when: thre
         sent.append(got)
 
 
-def references(args, questions: list[str]) -> list[str]:
-    """Each question's answer as experiments/10_mai.py computes it alone (after the server stopped)."""
+def references(args, questions: list[str]) -> list[dict]:
+    """Each question's answer (10_mai's row output: text, route, trace) as experiments/10_mai.py computes it
+    alone (after the server stopped), its prompts in the served styles as 10_mai's examples carry them
+    (mai.experiment.style_examples): the preset's Think prompt (cpu-real: few-shot chain of thought) and the
+    benchmark's Simple style. Built bare, an example is asked with the default styles, and a question that reaches
+    the small model's reasoning then differs from the served one for that reason alone."""
     from mai import cli, experiment
     from mai.benchmarks import get_benchmark
     from mai.cascade import Cascade
@@ -219,7 +223,9 @@ def references(args, questions: list[str]) -> list[str]:
     cascade = Cascade(small, large, config, *labels)
     bench = get_benchmark(served.benchmark)
     answer = cascade_system(cascade, served.simple_tokens)
-    return [answer(Example(f"q{i}", bench.name, q, [], []), bench, [])["text"] for i, q in enumerate(questions)]
+    examples = experiment.style_examples([Example(f"q{i}", bench.name, q, [], []) for i, q in enumerate(questions)],
+                                         served.think_prompt, served.simple_prompt, [bench.name])
+    return [answer(example, bench, []) for example in examples]
 
 
 def main(argv=None) -> int:
@@ -275,7 +281,7 @@ def main(argv=None) -> int:
             m, rss_end = metrics(base), tree_rss_mib(server.pid)
         finally:
             stop(server)
-    ref = references(args, questions)
+    ref = [r["text"] for r in references(args, questions)]
     # mai_requests_total{status="200"} 17.0 -> {200: 17}: every status the server counted.
     counted = {int(name.split('"')[1]): int(value) for name, value in m.items()
                if name.startswith("mai_requests_total{") and value}

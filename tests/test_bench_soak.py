@@ -30,3 +30,30 @@ def test_a_short_soak_keeps_valid_answers_10_mai_s_and_the_server_clean(capsys):
     assert (summary["queue_depth_end"], summary["running_end"]) == (0, 0)
     assert summary["requests_counted"] == summary["requests_expected"]
     assert summary["requests_counted"]["499"] == summary["bad_sent"]["disconnect"] + summary["bad_sent"]["timeout"]
+
+
+def test_the_references_ask_each_question_in_the_served_styles():
+    """What the soak compares a served answer with is 10_mai's computation of the same question in the same
+    styles: with the few-shot Think prompt (cpu-real's), the reference's calls carry the prompts the server's
+    carry. Built bare, its examples were asked with the instruction Think prompt, and on cpu-real one of four
+    answers, the one that reached the small model's reasoning, differed from the served one in every phase."""
+    from mai.serving import server
+
+    soak = importlib.util.module_from_spec(importlib.util.spec_from_file_location("bench_soak", SCRIPT))
+    soak.__spec__.loader.exec_module(soak)
+    flags = ["--benchmark", "bbh_object_counting", "--think-prompt", "fewshot-cot", "--think-tokens", "8",
+             "--threads", "1"]
+    args = soak.parse_args(["--preset", "cpu", "--valid", "3", *(f"--server-arg={f}" for f in flags)])
+    questions = soak.QUESTIONS[:3]
+    references = soak.references(args, questions)
+    system, close, _ = server.build(server.parse(["--preset", "cpu", *flags]))
+    try:
+        traces = [system.answer(q, []) for q in questions]
+    finally:
+        if close is not None:
+            close()
+    calls = lambda trace: [(c["role"], c["mode"], c["result"]["input_tokens"]) for c in trace]  # noqa: E731
+    assert any(c.mode == "think" for t in traces for c in t.calls)  # a question reached the few-shot Think prompt
+    for trace, ref in zip(traces, references):
+        assert calls(trace.to_dict()["calls"]) == calls(ref["trace"])
+        assert (trace.route, trace.prediction) == (ref["route"], ref["text"])
