@@ -31,15 +31,14 @@ def presets() -> dict:
 
 
 def family_of(spec: str):
-    """The family of a model spec read without its weights (an architecture name, or a local checkpoint
-    directory's config.json); None when that needs more (a hub id): it is checked again once loaded."""
-    from mai import families
-    from mai.model_specs import checkpoint_family
+    """The family of a model spec read without its weights (its mai.model_specs.resolve record: an architecture
+    name, a real checkpoint, a local checkpoint directory's config.json); None for a hub id, which would need the
+    hub: it is checked again once loaded."""
+    from mai.model_specs import is_local_or_hub_id, resolve
 
-    family = families.by_architecture(spec)
-    if family is None and (Path(spec) / "config.json").is_file():
-        family = checkpoint_family(spec)
-    return family
+    if is_local_or_hub_id(spec) and not (Path(spec) / "config.json").is_file():
+        return None
+    return resolve(spec).family
 
 
 def check_sees_images(role: str, spec: str, family, n_images: int) -> None:

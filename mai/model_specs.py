@@ -2,10 +2,14 @@
 Thinking checkpoint, whether it is a path or hub id, and which family a checkpoint directory belongs to.
 
 A model spec is a random-weight architecture name (a key of some family's architectures), a real
-checkpoint by name (mai.real_checkpoints.REAL_PAIR), or a hub id / local path of a checkpoint.
+checkpoint by name (mai.real_checkpoints.REAL_PAIR), or a hub id / local path of a checkpoint. resolve() reads
+it once into a ModelSpec (where the weights come from, family, Thinking or not, label) that every backend's
+loader and the server read, so that no two of them can read one spec two ways.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
 from pathlib import Path
@@ -64,3 +68,54 @@ def checkpoint_family(spec: str) -> families.Family:
         raise MaiError(f"cannot read the config of '{spec}' ({str(err).splitlines()[0]}); supported model "
                        f"types: {families.supported()}") from None
     return families.by_model_type(model_type)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """A model spec resolved: what a run reads of it before and after its weights load."""
+    spec: str  # as given (--small, --large, a preset's model)
+    label: str  # model_label(spec): the tables' name
+    kind: str  # "architecture" (random weights), "real" (mai.real_checkpoints) or "checkpoint" (path or hub id)
+    source: str  # what is loaded: the architecture name, the real checkpoint's converted directory, the path or id
+    family: families.Family
+    thinking: bool  # a Thinking checkpoint (is_thinking), or a family whose template thinks when asked
+
+    @property
+    def local(self) -> bool:
+        return self.kind != "checkpoint" or Path(self.source).exists()
+
+
+@functools.lru_cache(maxsize=None)
+def resolve(spec: str) -> ModelSpec:
+    """The spec's record, read once a process (cached): a real checkpoint is converted here on first use
+    (real_checkpoints.converted_dir), a hub
+    id's config is read from the hub (a MaiError when the hub cannot be reached, before anything loads), an
+    unknown name is a MaiError naming what to give instead."""
+    from mai import hub, real_checkpoints
+
+    family = families.by_architecture(spec)
+    if family is not None:
+        # A family whose template has a thinking switch (Qwen3's enable_thinking) thinks when asked.
+        return ModelSpec(spec, model_label(spec), "architecture", spec, family,
+                         is_thinking(spec, family) or bool(family.thinking_kwargs(True)))
+    if spec in real_checkpoints.REAL_PAIR:  # its directory, converted once (mai.real_checkpoints)
+        source, kind = str(real_checkpoints.converted_dir(spec)), "real"
+    elif is_local_or_hub_id(spec):
+        source, kind = spec, "checkpoint"
+        reason = None if Path(spec).exists() else hub.unreachable()
+        if reason is not None:
+            raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Download the "
+                           "checkpoint where you have access and pass its local directory instead, e.g. "
+                           "--models /data/Qwen3-VL-2B-Instruct (or set HF_HUB_OFFLINE=1 with a local cache)")
+    else:
+        raise MaiError(f"unknown model '{spec}'; give a hub id (Qwen/Qwen3-VL-2B-Instruct), a local "
+                       f"checkpoint directory, a real checkpoint ({', '.join(real_checkpoints.REAL_PAIR)}) or a "
+                       f"random-weight architecture: {', '.join(families.architectures())}")
+    try:
+        family = checkpoint_family(source)
+    except (OSError, *hub.connection_errors()) as err:
+        where = "hub id" if kind == "checkpoint" and not Path(spec).exists() else "local path"
+        raise MaiError(f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
+                       "Hugging Face hub, download the checkpoint where you have access and pass its local "
+                       "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
+    return ModelSpec(spec, model_label(spec), kind, source, family, is_thinking(source, family))

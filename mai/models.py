@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from mai import MaiError, families, hub, real_checkpoints
+from mai import MaiError, families, hub
 from mai.families import qwen3_vl
 from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
-from mai.model_specs import checkpoint_family, is_local_or_hub_id, is_thinking, model_label
+from mai.model_specs import resolve
 from mai.tokenizer_sources import STANDIN_TOKENIZERS
 
 # Not in a released checkpoint: mai.checkpoints writes it beside random weights, so that results record them.
@@ -122,51 +122,33 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
     class and processor of its family (mai.families)."""
     from transformers import GenerationConfig
 
-    if spec in real_checkpoints.REAL_PAIR:  # a real checkpoint by name: its directory, converted once
-        loaded = load_model(str(real_checkpoints.checkpoint_dir(spec)), device=device, dtype=dtype,
-                            attn_implementation=attn_implementation, seed=seed)
-        loaded.spec, loaded.label = spec, model_label(spec)
-        return loaded
+    resolved = resolve(spec)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    family = families.by_architecture(spec)
-    if family is not None:
+    family, source = resolved.family, resolved.source
+    if resolved.kind == "architecture":
         processor = family.offline_processor(min_pixels, max_pixels, **family.processor_kwargs.get(spec, {}))
-        # A family whose template has a thinking switch (Qwen3's enable_thinking) thinks when asked.
-        thinking = is_thinking(spec, family) or bool(family.thinking_kwargs(True))
         model = _build(family, spec, dev, torch_dtype, attn_implementation, seed)
         tokenizer = getattr(processor, "tokenizer", processor)
         eos = family.stop_ids(tokenizer)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos[-1]
         model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
         random_weights = True
-    elif is_local_or_hub_id(spec):
-        local = Path(spec).exists()
-        reason = None if local else hub.unreachable()
-        if reason is not None:
-            raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Download the "
-                           "checkpoint where you have access and pass its local directory instead, e.g. "
-                           "--models /data/Qwen3-VL-2B-Instruct (or set HF_HUB_OFFLINE=1 with a local cache)")
+    else:
         try:
-            family = checkpoint_family(spec)
-            thinking = is_thinking(spec, family)
-            processor = load_processor(family, spec, min_pixels, max_pixels)
+            processor = load_processor(family, source, min_pixels, max_pixels)
             model = family.model_cls().from_pretrained(
-                spec, dtype=torch_dtype, attn_implementation=attn_implementation, device_map=dev)
+                source, dtype=torch_dtype, attn_implementation=attn_implementation, device_map=dev)
         except (OSError, *hub.connection_errors()) as err:
-            where = "local path" if local else "hub id"
+            where = "local path" if resolved.local else "hub id"
             raise MaiError(
                 f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
                 "Hugging Face hub, download the checkpoint where you have access and pass its local "
                 "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
-        random_weights = written_random_weights(spec)
-    else:
-        raise MaiError(f"unknown model '{spec}'; give a hub id (Qwen/Qwen3-VL-2B-Instruct), a local "
-                       f"checkpoint directory, or a random-weight architecture: "
-                       f"{', '.join(families.architectures())}")
+        random_weights = written_random_weights(source)
     model.eval()
-    return LoadedModel(spec=spec, label=model_label(spec), model=model, processor=processor,
-                       random_weights=random_weights, thinking=thinking, device=dev, dtype=torch_dtype,
+    return LoadedModel(spec=spec, label=resolved.label, model=model, processor=processor,
+                       random_weights=random_weights, thinking=resolved.thinking, device=dev, dtype=torch_dtype,
                        family=family)
 
 

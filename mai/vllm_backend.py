@@ -55,7 +55,7 @@ from typing import Any
 from mai import MaiError, checkpoints, families, prompts, vllm_cpu_memory
 from mai import images as images_mod
 from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
-from mai.model_specs import is_thinking, model_label
+from mai.model_specs import resolve
 from mai.request import STAGES, Request, Result
 
 INSTALL_HINT = ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
@@ -197,30 +197,21 @@ class VLLMCheckpoint:
 
 
 def resolve_checkpoint(spec: str, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS) -> VLLMCheckpoint:
-    """The checkpoint vLLM serves for a spec: a random-weight architecture (a directory without weights is
-    written), a local directory or a hub id; a MaiError says what to give instead."""
-    from mai import hub
-    from mai.model_specs import checkpoint_family, is_local_or_hub_id
+    """The checkpoint vLLM serves for a spec (its mai.model_specs.resolve record): a random-weight architecture (a
+    directory without weights is written), a real checkpoint's converted directory, a local directory or a hub id;
+    a MaiError says what to give instead."""
     from mai.models import load_processor
 
-    family = families.by_architecture(spec)
-    if family is not None:
-        tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
-        path = str(write_dummy_checkpoint(spec, tmp.name, min_pixels, max_pixels))
-        checkpoint = VLLMCheckpoint(spec, path, family, family.offline_processor(min_pixels, max_pixels), True, tmp)
-    elif is_local_or_hub_id(spec):
-        reason = None if Path(spec).exists() else hub.unreachable()
-        if reason is not None:
-            raise MaiError(f"cannot reach the Hugging Face hub for '{spec}': {reason}. Pass a local "
-                           "checkpoint directory instead, e.g. --small /data/Qwen3-VL-2B-Instruct")
-        family = checkpoint_family(spec)
-        checkpoint = VLLMCheckpoint(spec, spec, family, load_processor(family, spec, min_pixels, max_pixels), False)
-    else:
-        raise MaiError(f"unknown model '{spec}'; give a hub id, a local checkpoint directory, or a "
-                       f"random-weight architecture: {', '.join(families.architectures())}")
+    resolved = resolve(spec)
+    family = resolved.family
     if not family.vllm:
         raise MaiError(f"the vLLM backend does not serve the {family.name} family here; use --backend hf")
-    return checkpoint
+    if resolved.kind == "architecture":
+        tmp = tempfile.TemporaryDirectory(prefix=f"mai-{spec}-")
+        path = str(write_dummy_checkpoint(spec, tmp.name, min_pixels, max_pixels))
+        return VLLMCheckpoint(spec, path, family, family.offline_processor(min_pixels, max_pixels), True, tmp)
+    return VLLMCheckpoint(spec, resolved.source, family,
+                          load_processor(family, resolved.source, min_pixels, max_pixels), False)
 
 
 def engine_args(checkpoint: VLLMCheckpoint, *, tensor_parallel_size: int = 1, dtype: str = "auto", seed: int = 0,
@@ -301,11 +292,12 @@ class VLLMGenerator:
                                        seed=seed, gpu_memory_utilization=gpu_memory_utilization,
                                        max_model_len=max_model_len, enforce_eager=enforce_eager,
                                        min_pixels=min_pixels, max_pixels=max_pixels, max_images=max_images)
-        self.spec, self.label, self.seed, self.dtype, self.hf_device = spec, model_label(spec), seed, dtype, hf_device
+        resolved = resolve(spec)  # the one record of the spec (mai.model_specs), already read by resolve_checkpoint
+        self.spec, self.label, self.seed, self.dtype, self.hf_device = spec, resolved.label, seed, dtype, hf_device
         self.family, self.processor = self.checkpoint.family, self.checkpoint.processor
         self.random_weights = self.checkpoint.random_weights
         self.pixels = dict(min_pixels=min_pixels, max_pixels=max_pixels)
-        self.thinking = is_thinking(spec, self.family)  # by name, or by a local directory's chat template
+        self.thinking = resolved.thinking  # by name, or by a local directory's chat template
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.eos_token_ids = self.family.stop_ids(self.tokenizer)
         self.llm, self._renderer, self.build_seconds, self._loaded, self._warned = None, None, 0.0, None, False

