@@ -236,7 +236,6 @@ def vllm_context(max_model_len, preset: str | None = None) -> int | None:
 
 def build(args: argparse.Namespace):
     """(ServedSystem, close function, whether the models see images) on the chosen backend."""
-    from mai import models
     from mai.benchmarks import get_benchmark
     from mai.cascade import Cascade
     from mai.serving.system import Checked, ServedSystem, StoppableGenerator
