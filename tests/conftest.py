@@ -123,3 +123,13 @@ def eager_row():
         return out.attentions[layer][0, :, -1, :].float()
 
     return row
+
+
+@pytest.fixture(autouse=True)
+def fresh_model_specs():
+    """mai.model_specs.resolve reads a spec once a process; a test that writes a checkpoint or points the cache
+    elsewhere must not find a record an earlier test left for the same name."""
+    from mai import model_specs
+
+    model_specs.resolve.cache_clear()
+    yield
