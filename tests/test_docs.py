@@ -196,7 +196,7 @@ def test_readme_keeps_the_claims_marks_and_the_ci_command():
     assert "<!-- claims table: python -m analysis.claims --readme -->" in text
     assert "<!-- end of claims table -->" in text
     ci = (ROOT / ".ci" / "run").read_text()
-    command = "bash scripts/setup.sh && .venv/bin/python -m pytest -q -n 2"
+    command = "bash scripts/setup.sh && .venv/bin/python -m pytest -q -n 2 --dist worksteal"
     assert command in ci and command in text, "the README's test command is the one .ci/run runs"
 
 

@@ -4,7 +4,8 @@ Marked real_weights: it needs `bash scripts/setup.sh --real` (the Qwen2.5-Coder 
 into the cache) and skips without them. The questions are real BIG-Bench Hard ones that ship with the repository
 (mai/assets/bbh, bbh_object_counting's test split), with the preset's frozen settings (its few-shot Think prompt
 among them) but a short reasoning budget. Greedy decoding, so the rows are the same on every run of the same code;
-what is asserted is what must hold whatever the models answer.
+what is asserted is what must hold whatever the models answer. Both cores (--threads 2): the preset's one thread
+is for its two-lane regeneration, and this test runs alone (135 s with one thread in CI).
 """
 import json
 import subprocess
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.real_weights
 def test_two_real_questions_through_10_mai(tmp_path):
     cmd = [sys.executable, str(ROOT / "experiments" / "10_mai.py"), "--preset", "cpu-real",
-           "--benchmarks", "bbh_object_counting", "--limit", "2", "--think-tokens", "48", "--out", str(tmp_path / "runs"),
+           "--benchmarks", "bbh_object_counting", "--limit", "2", "--think-tokens", "48", "--threads", "2",
+           "--out", str(tmp_path / "runs"),
            "--report-dir", str(tmp_path), "--wandb", "disabled"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
