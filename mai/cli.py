@@ -80,12 +80,21 @@ class Preset:
     real: bool = False
 
 
-def real_defaults() -> dict:
-    """--dtype and --threads of the real pair, as mai.real_checkpoints measured them on this CPU, and its
-    --decode (REAL_DECODE)."""
+def real_loading() -> dict:
+    """--dtype and --threads of the real pair, as mai.real_checkpoints measured them on this CPU: how every entry
+    point loads it, the server included."""
     from mai.real_checkpoints import REAL_DTYPE, REAL_THREADS
 
-    return dict(dtype=REAL_DTYPE, threads=REAL_THREADS, decode=REAL_DECODE)
+    return dict(dtype=REAL_DTYPE, threads=REAL_THREADS)
+
+
+def real_decode(order: str | None) -> str:
+    """The real pair's --decode where neither the user nor the preset sets it: REAL_DECODE for a run in example
+    order (batch 1), eager for a stage-major one. A stage-major run's batches decode eagerly anyway; its batches of
+    one (a short last batch, a route few examples take) would go through generate() and compile a graph for each
+    cache length and model, about a minute each on a 2-core CPU, for a handful of calls (the README's real quick
+    start went from 3 to over 7 minutes)."""
+    return "eager" if order == "stage" else REAL_DECODE
 
 
 # Defaults a preset may override (its extra): parser defaults are None so that parse can tell.
@@ -309,15 +318,11 @@ def parse(p: argparse.ArgumentParser, presets: dict[str, Preset], argv=None,
     args.benchmarks = args.benchmarks if args.benchmarks is not None else list(preset.benchmarks)
     if args.limit is None:
         args.limit = preset.limit
-    decode_given = getattr(args, "decode", None) is not None or "decode" in preset.extra
-    for key, value in {**(real_defaults() if preset.real else {}), **preset.extra}.items():
+    for key, value in {**(real_loading() if preset.real else {}), **preset.extra}.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
-    if preset.real and getattr(args, "order", None) == "stage" and not decode_given:
-        # A stage-major run's batches decode eagerly anyway; its batches of one (a short last batch, a route few
-        # examples take) would go through generate() and compile a graph for each cache length and model, about a
-        # minute each here, for a handful of calls (the README's quick start went from 3 to over 7 minutes).
-        args.decode = "eager"
+    if preset.real and getattr(args, "decode", None) is None:
+        args.decode = real_decode(getattr(args, "order", None))
     for key, value in LATE_DEFAULTS.items():  # what a flag means when neither the user nor the preset set it
         if key in vars(args) and getattr(args, key) is None:
             setattr(args, key, value)

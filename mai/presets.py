@@ -41,7 +41,7 @@ class Record:
     order: str | None = None  # stage-major runs: their execution order, batch size and torch threads
     batch_size: int | None = None
     threads: int | None = None
-    real: bool = False  # the real pair: its measured dtype, threads and decode fill the flags (mai.cli.real_defaults)
+    real: bool = False  # the real pair: its measured dtype and threads (mai.cli.real_loading) and decode (real_decode)
 
     def settings(self, *fields: str) -> dict:
         """The named fields this record sets (None left out), as a run's flags hold them (spans a list)."""
@@ -65,7 +65,7 @@ class Record:
         """What `mai serve` and `mai answer` fill in: the pair, MAI's cascade and transfer (not the batching, which a
         server does not do), and for the real pair its dtype and threads. Not its compiled decode: a served query
         decodes eagerly, taking turns token by token with the others (mai.serving.system)."""
-        real = {k: v for k, v in cli.real_defaults().items() if k != "decode"} if self.real else {}
+        real = cli.real_loading() if self.real else {}
         return dict(small=self.small, large=self.large, **self.settings(*CASCADE, "transfer", *SPARSE), **real)
 
 

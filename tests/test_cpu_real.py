@@ -50,7 +50,8 @@ def real(monkeypatch):
     monkeypatch.setattr(cli, "REAL_MODELS", ("tiny-qwen2", "tiny-qwen2-large"))
     monkeypatch.setattr(cli, "REAL_BENCHMARKS", (TEXT_BENCH,))
     # What mai.real_checkpoints records for the real pair; the tiny pair runs in fp32 on one thread.
-    monkeypatch.setattr(cli, "real_defaults", lambda: dict(dtype="fp32", threads=1))
+    monkeypatch.setattr(cli, "real_loading", lambda: dict(dtype="fp32", threads=1))
+    monkeypatch.setattr(cli, "real_decode", lambda order: "eager")  # no compiled graphs for the tiny stand-ins
     yield
     BENCHMARKS.pop(TEXT_BENCH, None)
 
@@ -128,7 +129,8 @@ def test_preset_fills_dtype_and_threads_from_the_real_pair(real, experiment, tmp
 
 def test_real_pair_decodes_compiled_and_other_presets_eagerly(experiment):
     """cpu-real's batch-1 calls take the compiled decode (mai.compiled_decode); a preset that says nothing, eager."""
-    assert cli.real_defaults()["decode"] == cli.REAL_DECODE == "compiled"
+    assert cli.real_decode("example") == cli.real_decode(None) == cli.REAL_DECODE == "compiled"
+    assert cli.real_decode("stage") == "eager"  # a stage-major run's batches of one stay eager
     mod = experiment("07_prompt_modes")
     p = cli.parser("", mod.PRESETS)
     assert cli.parse(p, mod.PRESETS, ["--preset", "cpu"]).decode == "eager"
