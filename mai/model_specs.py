@@ -114,8 +114,14 @@ def resolve(spec: str) -> ModelSpec:
     try:
         family = checkpoint_family(source)
     except (OSError, *hub.connection_errors()) as err:
-        where = "hub id" if kind == "checkpoint" and not Path(spec).exists() else "local path"
-        raise MaiError(f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
-                       "Hugging Face hub, download the checkpoint where you have access and pass its local "
-                       "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
+        raise cannot_load(spec, kind != "checkpoint" or Path(spec).exists(), err) from None
     return ModelSpec(spec, model_label(spec), kind, source, family, is_thinking(source, family))
+
+
+def cannot_load(spec: str, local: bool, err: Exception) -> MaiError:
+    """The one-line error for a checkpoint whose files cannot be read (its config when resolved, its weights or
+    processor when loaded), naming what to give instead."""
+    where = "local path" if local else "hub id"
+    return MaiError(f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the Hugging Face "
+                    "hub, download the checkpoint where you have access and pass its local directory instead, e.g. "
+                    "--models /data/Qwen3-VL-2B-Instruct")

@@ -24,7 +24,7 @@ import torch
 from mai import MaiError, families, hub
 from mai.families import qwen3_vl
 from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
-from mai.model_specs import resolve
+from mai.model_specs import cannot_load, resolve
 from mai.tokenizer_sources import STANDIN_TOKENIZERS
 
 # Not in a released checkpoint: mai.checkpoints writes it beside random weights, so that results record them.
@@ -140,11 +140,7 @@ def load_model(spec: str, *, device: str | None = "auto", dtype: str | None = "a
             model = family.model_cls().from_pretrained(
                 source, dtype=torch_dtype, attn_implementation=attn_implementation, device_map=dev)
         except (OSError, *hub.connection_errors()) as err:
-            where = "local path" if resolved.local else "hub id"
-            raise MaiError(
-                f"cannot load {where} '{spec}' ({str(err).splitlines()[0]}). Without a route to the "
-                "Hugging Face hub, download the checkpoint where you have access and pass its local "
-                "directory instead, e.g. --models /data/Qwen3-VL-2B-Instruct") from None
+            raise cannot_load(spec, resolved.local, err) from None
         random_weights = written_random_weights(source)
     model.eval()
     return LoadedModel(spec=spec, label=resolved.label, model=model, processor=processor,
