@@ -288,3 +288,19 @@ def test_licence_and_citation_agree():
     assert "2604.04929" in paper["url"]
     readme = (ROOT / "README.md").read_text()
     assert "eprint        = {2604.04929}" in readme and paper["title"] in readme
+
+
+def ci_trap_exit(body: str) -> int:
+    """Exit status of a script with .ci/run's options and its own EXIT trap around a finished vLLM setup."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    trap = re.search(r"^trap '.*' EXIT$", ci, flags=re.M)
+    assert trap, ".ci/run has one EXIT trap line"
+    script = f"set -euo pipefail\nvllm_log=$(mktemp)\ntrue &\nvllm_setup=$!\n{trap[0]}\nwait $vllm_setup\n{body}\n"
+    return subprocess.run(["bash", "-c", script], capture_output=True, timeout=30).returncode
+
+
+def test_ci_exit_trap_keeps_a_passing_run_passing_and_a_failing_one_failing():
+    """Under `set -e` a trap command that fails becomes the script's status: killing the already finished
+    setup once failed a CI run whose every part passed."""
+    assert ci_trap_exit("echo every part passed") == 0
+    assert ci_trap_exit("false") == 1
