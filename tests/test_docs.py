@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -291,12 +292,16 @@ def test_licence_and_citation_agree():
 
 
 def ci_trap_exit(body: str) -> int:
-    """Exit status of a script with .ci/run's options and its own EXIT trap around a finished vLLM setup."""
+    """Exit status of a script with .ci/run's options, its `stop` and its EXIT trap, around a vLLM setup that has
+    finished and the body."""
     ci = (ROOT / ".ci" / "run").read_text()
+    stop = re.search(r"^stop\(\) .*$", ci, flags=re.M)
     trap = re.search(r"^trap '.*' EXIT$", ci, flags=re.M)
-    assert trap, ".ci/run has one EXIT trap line"
-    script = f"set -euo pipefail\nvllm_log=$(mktemp)\ntrue &\nvllm_setup=$!\n{trap[0]}\nwait $vllm_setup\n{body}\n"
-    return subprocess.run(["bash", "-c", script], capture_output=True, timeout=30).returncode
+    assert stop and trap, ".ci/run has a one-line stop() and one EXIT trap line"
+    script = (f"set -euo pipefail\nvllm_log=$(mktemp)\ntrue &\nvllm_setup=$!\n{stop[0]}\n{trap[0]}\n"
+              f"wait $vllm_setup\n{body}\n")
+    return subprocess.run(["bash", "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          timeout=30).returncode
 
 
 def test_ci_exit_trap_keeps_a_passing_run_passing_and_a_failing_one_failing():
@@ -304,3 +309,14 @@ def test_ci_exit_trap_keeps_a_passing_run_passing_and_a_failing_one_failing():
     setup once failed a CI run whose every part passed."""
     assert ci_trap_exit("echo every part passed") == 0
     assert ci_trap_exit("false") == 1
+
+
+def test_a_failing_ci_part_stops_the_engine_tests_running_beside_it():
+    """The engine tests run in the background beside the real-weight tests: when a part fails, the trap ends them
+    and what they started (here a subshell running a uniquely long sleep, as a part runs pytest)."""
+    marker = "sleep 317.25"
+    body = f"bash -c '{marker}; true' &\nengine_tests=$!\nsleep 0.5\nfalse"
+    assert ci_trap_exit(body) == 1
+    time.sleep(0.2)
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"the trap left {marker} running: {left}"
