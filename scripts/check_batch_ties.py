@@ -7,12 +7,16 @@ difference means the batch's padding and kernel shapes moved the logits enough t
 some step. This script measures how close that step was, for each differing query of one model and one prompt
 mode (the rows of kinds small-S, small-R, large-S, large-R), in each --dtypes, at batch size 1.
 
-The rows keep text, not token ids, so the step is found from the text: the prompt and the two outputs'
-common text up to its last space (re-tokenized: a word boundary, where the tokenization is the usual one) are
-prefilled, then decoding follows the model's top-1 token while both texts continue with it. The first step
-where they do not is the branch: the best-ranked token that continues each text, their logits, the gap, the
-top-1 (the batch-1 text's token, the batched one's, or neither), and bf16's spacing at the logits' size (the
-gap between adjacent bf16 numbers: a gap of one spacing is a tie that rounding decides).
+Where both rows keep their output token ids (newer runs' rows do), the step is the first id where they
+differ: the prompt and the common ids are prefilled and the two ids' logits read. Older rows keep only text, so
+there the step is found from the text: the prompt and the two outputs' common text up to its last space
+(re-tokenized: a word boundary, where the tokenization is the usual one) are prefilled, then decoding follows
+the model's top-1 token while both texts continue with it; the first step where they do not is the branch,
+with the best-ranked token that continues each text. A merged token can mislead the text route (".\n\n"
+against "." then " Here" reads as " Here" against "\n\n" one step late); each case records which route it
+took. Either way: the two tokens' logits, the gap, the top-1 (the batch-1 text's token, the batched one's, or
+neither), and bf16's spacing at the logits' size (the gap between adjacent bf16 numbers: a gap of one spacing
+is a tie that rounding decides).
 
     .venv/bin/python scripts/check_batch_ties.py                   # cpu-real: Table 10's latency sample
     .venv/bin/python scripts/check_batch_ties.py --kinds large-R --limit 5 --dtypes bf16
@@ -76,10 +80,44 @@ def shared_prefix(a: str, b: str) -> str | None:
     return a[:max(a.rfind(" ", 0, c + 1), 0)]
 
 
+def first_difference(a: list[int], b: list[int]) -> int | None:
+    """The first index where two outputs' token ids differ; None where one is the other's start."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+
+
+def _measured(tok, logits, a: int | None, b: int | None, position: int) -> dict:
+    """The two parting tokens' logits at one step, the gap, the top-1 and bf16's spacing there."""
+    order = logits.topk(2).indices.tolist()
+    la = float(logits[a]) if a is not None else None
+    lb = float(logits[b]) if b is not None else None
+    return dict(position=position, single_token=tok.decode([a]) if a is not None else None,
+                batched_token=tok.decode([b]) if b is not None else None, logit_single=la, logit_batched=lb,
+                gap=la - lb if la is not None and lb is not None else None, top1=tok.decode([order[0]]),
+                top1_is="single" if order[0] == a else "batched" if order[0] == b else "other",
+                top2_margin=float(logits[order[0]] - logits[order[1]]),
+                bf16_spacing=bf16_spacing(max(abs(x) for x in (la, lb, float(logits[order[0]])) if x is not None)))
+
+
+def branch_ids(loaded, inputs: dict, single: list[int], batched: list[int]) -> dict | None:
+    """From the rows' own token ids (newer runs' rows keep them): prefill the prompt and the outputs'
+    common ids, and measure the two ids where they part. No re-tokenizing, so a merged token (".\n\n" against
+    "." then " Here") is measured where the runs took it, not one step late. None where one output is the
+    other's start."""
+    import torch
+
+    c = first_difference(single, batched)
+    if c is None:
+        return None
+    ids = torch.cat([inputs["input_ids"], torch.tensor([single[:c]], dtype=torch.long, device=loaded.device)], 1)
+    with torch.inference_mode():
+        logits = loaded.model(input_ids=ids, logits_to_keep=1).logits[0, -1].float()
+    return _measured(loaded.tokenizer, logits, single[c], batched[c], c)
+
+
 def branch(loaded, inputs: dict, single: str, batched: str, max_steps: int = 32) -> dict | None:
-    """Prefill the prompt and the texts' shared prefix, then follow the top-1 token while both texts continue
-    with it; at the first step where they do not, the best-ranked token continuing each text and their logits.
-    None where the texts are one the other's start."""
+    """From text alone (rows without token ids): prefill the prompt and the texts' shared prefix, then follow the
+    top-1 token while both texts continue with it; at the first step where they do not, the best-ranked token
+    continuing each text and their logits. None where the texts are one the other's start."""
     import torch
 
     prefix = shared_prefix(single, batched)
@@ -105,16 +143,14 @@ def branch(loaded, inputs: dict, single: str, batched: str, max_steps: int = 32)
                 done, followed = done + pieces[top1], followed + 1
                 step_ids = torch.tensor([[top1]], dtype=torch.long, device=loaded.device)
                 continue
-            a, b = best(rest[0]), best(rest[1])
-            la = float(logits[a]) if a is not None else None
-            lb = float(logits[b]) if b is not None else None
-            return dict(position=len(ids) + followed, single_token=pieces.get(a), batched_token=pieces.get(b),
-                        logit_single=la, logit_batched=lb,
-                        gap=la - lb if la is not None and lb is not None else None,
-                        top1=pieces[top1], top1_is="single" if top1 == a else "batched" if top1 == b else "other",
-                        top2_margin=float(logits[order[0]] - logits[order[1]]),
-                        bf16_spacing=bf16_spacing(max(abs(x) for x in (la, lb, float(logits[top1])) if x is not None)))
+            return _measured(tok, logits, best(rest[0]), best(rest[1]), len(ids) + followed)
     return dict(position=None, note=f"texts still together after {max_steps} steps")
+
+
+def _ids(single: dict, batched: dict) -> tuple[list[int], list[int]] | None:
+    """Both rows' output token ids, where both keep them."""
+    a, b = single.get("output_ids"), batched.get("output_ids")
+    return (a, b) if isinstance(a, list) and isinstance(b, list) else None
 
 
 def _shown(path: Path) -> str:
@@ -195,8 +231,11 @@ def main(argv=None) -> None:
     for kind, kind_pairs in by_kind.items():
         spec, mode = model_of[kind]
         for single, batched in kind_pairs:
+            ids = _ids(single, batched)
             case = dict(example_id=single["example_id"], kind=kind, model=spec, mode=mode,
-                        prefix_only=shared_prefix(single["prediction"], batched["prediction"]) is None)
+                        parted_by="token ids" if ids else "text",
+                        prefix_only=(first_difference(*ids) if ids else
+                                     shared_prefix(single["prediction"], batched["prediction"])) is None)
             cases.append(case)
             work.append((case, single, batched))
     # Kinds of one model (large-S and large-R) share its load: each model is loaded once per dtype.
@@ -209,7 +248,9 @@ def main(argv=None) -> None:
                 ex = examples[single["example_id"]]
                 request = request_for(ex, get_benchmark(ex.benchmark), [], case["mode"], config["think_tokens"],
                                       config.get("simple_tokens"))
-                case[dtype] = branch(loaded, gen.encode(request), single["prediction"], batched["prediction"])
+                ids = _ids(single, batched)
+                case[dtype] = (branch_ids(loaded, gen.encode(request), *ids) if ids else
+                               branch(loaded, gen.encode(request), single["prediction"], batched["prediction"]))
             del loaded, gen
 
     summary = {kind: summarize([c for c in cases if c["kind"] == kind], dtypes) for kind in by_kind}

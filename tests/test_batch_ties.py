@@ -123,3 +123,38 @@ def test_speculative_mode_pairs_the_target_alone_with_its_speculative_text(tiny_
     assert [(c["example_id"], c["kind"], c["model"]) for c in report["cases"]] == [(ex.id, "speculative", "tiny-large")]
     _assert_measured_at(report["cases"][0], k, tokens, margin)
     assert report["produced_by"]["speculative"].endswith("spec")
+
+
+def test_rows_with_token_ids_are_measured_at_the_first_differing_id(tiny_large, tmp_path):
+    # The ids route must not read the text: these predictions part at their first character, so the text route
+    # would measure step 0. With ids, the step is where greedy's ids and the rival's part, at any step k.
+    ex = load_benchmark("gsm8k", 2, 0, None, "test")[0]
+    gen = HFGenerator(tiny_large)
+    request = request_for(ex, get_benchmark("gsm8k"), [], "think", 12)
+    prompt = gen.encode(request)["input_ids"]
+    greedy = gen.generate(request).output_ids
+    k = len(greedy) // 2
+    with torch.inference_mode():
+        logits = tiny_large.model(input_ids=torch.cat([prompt, torch.tensor([greedy[:k]])], 1)).logits[0, -1].float()
+    top = logits.topk(2)
+    assert int(top.indices[0]) == greedy[k]
+    rival = int(top.indices[1])
+    rows = [dict(example_id=ex.id, system="1.5B-R", kind="target", prediction="a", output_ids=greedy[:k + 1]),
+            dict(example_id=ex.id, system="1.5B-R + draft", kind="speculative", prediction="b",
+                 output_ids=greedy[:k] + [rival]),
+            dict(example_id="cut", system="1.5B-R", kind="target", prediction="c d", output_ids=greedy[:3]),
+            dict(example_id="cut", system="1.5B-R + draft", kind="speculative", prediction="c", output_ids=greedy[:2])]
+    _write_run(tmp_path / "spec", rows)
+    config = json.loads((tmp_path / "spec" / "config.json").read_text())
+    (tmp_path / "spec" / "config.json").write_text(json.dumps(dict(config, target="tiny-large", mode="think")))
+    out = tmp_path / "ties.json"
+    ties.main(["--speculative", str(tmp_path / "spec"), "--dtypes", "fp32", "--threads", "1", "--json", str(out)])
+    cases = {c["example_id"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["cut"]["prefix_only"] and "fp32" not in cases["cut"]  # one output the other's start, by ids
+    case = cases[ex.id]
+    assert case["parted_by"] == "token ids" and not case["prefix_only"]
+    fp32 = case["fp32"]
+    tok = tiny_large.tokenizer
+    assert fp32["position"] == k and fp32["top1_is"] == "single"
+    assert (fp32["single_token"], fp32["batched_token"]) == (tok.decode([greedy[k]]), tok.decode([rival]))
+    assert fp32["gap"] == pytest.approx(float(top.values[0] - top.values[1]), abs=1e-4)
