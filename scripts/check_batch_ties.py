@@ -227,7 +227,7 @@ def main(argv=None) -> None:
         split=config.get("split"), think_prompt=config.get("think_prompt")))}
 
     cases: list[dict] = []
-    work: list[tuple[dict, dict, dict]] = []  # (case, batch-1 row, batched row)
+    work: list[tuple[dict, dict, dict, tuple | None]] = []  # (case, batch-1 row, batched row, their ids: _ids)
     for kind, kind_pairs in by_kind.items():
         spec, mode = model_of[kind]
         for single, batched in kind_pairs:
@@ -237,18 +237,17 @@ def main(argv=None) -> None:
                         prefix_only=(first_difference(*ids) if ids else
                                      shared_prefix(single["prediction"], batched["prediction"])) is None)
             cases.append(case)
-            work.append((case, single, batched))
+            work.append((case, single, batched, ids))
     # Kinds of one model (large-S and large-R) share its load: each model is loaded once per dtype.
     for spec in dict.fromkeys(case["model"] for case in cases):
         todo = [w for w in work if w[0]["model"] == spec and not w[0]["prefix_only"]]
         for dtype in dtypes:
             loaded = load_model(spec, device="cpu", dtype=dtype, attn_implementation=config.get("attn", "sdpa"))
             gen = HFGenerator(loaded)
-            for case, single, batched in tqdm(todo, desc=f"{Path(str(spec)).name} {dtype}", unit="query"):
+            for case, single, batched, ids in tqdm(todo, desc=f"{Path(str(spec)).name} {dtype}", unit="query"):
                 ex = examples[single["example_id"]]
                 request = request_for(ex, get_benchmark(ex.benchmark), [], case["mode"], config["think_tokens"],
                                       config.get("simple_tokens"))
-                ids = _ids(single, batched)
                 case[dtype] = (branch_ids(loaded, gen.encode(request), *ids) if ids else
                                branch(loaded, gen.encode(request), single["prediction"], batched["prediction"]))
             del loaded, gen

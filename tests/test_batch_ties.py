@@ -40,6 +40,13 @@ def _write_run(path: Path, rows: list[dict]):
                                                 for r in rows))
 
 
+def _write_speculative_run(path: Path, rows: list[dict]):
+    """A 12_speculative_decoding run: its config also names the target and its prompt mode."""
+    _write_run(path, rows)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps(dict(config, target="tiny-large", mode="think")))
+
+
 def _pieces_join(tok, ids):
     return "".join(tok.decode([t]) for t in ids) == tok.decode(ids)
 
@@ -114,9 +121,7 @@ def test_speculative_mode_pairs_the_target_alone_with_its_speculative_text(tiny_
             dict(example_id=ex.id, system="MAI", kind="MAI", prediction="other"),
             dict(example_id="same", system="1.5B-R", kind="target", prediction="x"),
             dict(example_id="same", system="1.5B-R + draft", kind="speculative", prediction="x")]
-    _write_run(tmp_path / "spec", rows)
-    config = json.loads((tmp_path / "spec" / "config.json").read_text())
-    (tmp_path / "spec" / "config.json").write_text(json.dumps(dict(config, target="tiny-large", mode="think")))
+    _write_speculative_run(tmp_path / "spec", rows)
     out = tmp_path / "ties.json"
     ties.main(["--speculative", str(tmp_path / "spec"), "--dtypes", "fp32", "--threads", "1", "--json", str(out)])
     report = json.loads(out.read_text())
@@ -144,9 +149,7 @@ def test_rows_with_token_ids_are_measured_at_the_first_differing_id(tiny_large, 
                  output_ids=greedy[:k] + [rival]),
             dict(example_id="cut", system="1.5B-R", kind="target", prediction="c d", output_ids=greedy[:3]),
             dict(example_id="cut", system="1.5B-R + draft", kind="speculative", prediction="c", output_ids=greedy[:2])]
-    _write_run(tmp_path / "spec", rows)
-    config = json.loads((tmp_path / "spec" / "config.json").read_text())
-    (tmp_path / "spec" / "config.json").write_text(json.dumps(dict(config, target="tiny-large", mode="think")))
+    _write_speculative_run(tmp_path / "spec", rows)
     out = tmp_path / "ties.json"
     ties.main(["--speculative", str(tmp_path / "spec"), "--dtypes", "fp32", "--threads", "1", "--json", str(out)])
     cases = {c["example_id"]: c for c in json.loads(out.read_text())["cases"]}
