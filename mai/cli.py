@@ -45,8 +45,8 @@ REAL_THINK_TOKENS = 384  # the reasoning budget
 # rows were read (paper_tables/dev_settings_simple.cpu-real.md): the earlier cap of 48 with the post-prompt cut
 # the 1.5B's GSM8K answers off on 95% of dev questions (82% of test). No style answers GSM8K within its cap on
 # 95% of dev questions (the 1.5B works through 16% of them at 64 tokens whatever it is told): format hits the
-# cap least. The test rows made under the earlier settings stay as history (runs/*/cpu-real, until the set under
-# these settings, runs/*/cpu-real-v2, is complete).
+# cap least. The test rows made under the earlier settings stay as history in runs/*/cpu-real-simple48; the
+# committed tables read the set made under these (runs/*/cpu-real).
 REAL_SIMPLE_PROMPT = ("bbh_sports_understanding=post-prompt,bbh_object_counting=post-prompt,"
                       "bbh_date_understanding=format,gsm8k=format")
 REAL_SIMPLE_TOKENS = 64  # the Simple answer's cap (the earlier settings: 48)

@@ -198,24 +198,28 @@ def _split(config: dict) -> str:
     return ", ".join(sorted(found)) or "-"
 
 
-# Run sets still being made (scripts/regenerate.py --run-name): their rows are committed as they come, so the
-# table says "growing" instead of a count that every such commit would leave out of date. Remove a set's name
-# here when it is complete.
-GROWING = ("cpu-real-v2",)
+# Runs still being made ("experiment/run"): their rows are committed as they come, so the table says "growing"
+# instead of a count that every such commit would leave out of date. Remove a run here when it is complete.
+GROWING = ("09_layer_ablation/cpu-real",)
+# Earlier run sets kept as history (docs/results.md says why each was set aside): superseded where the
+# experiment has a run of the current set, `cpu-real`, which the committed tables read instead.
+SUPERSEDED = ("cpu-real-simple48", "cpu-real-bigbench")
 
 
 def status_block() -> str:
     """What has run where: every committed run directory, read from its config.json."""
     out = ["| experiment | run | preset | split | models | device | rows | code at commit |",
            "|---|---|---|---|---|---|---|---|"]
-    presets = set()
-    for exp, run, config, n in _runs():
+    presets, runs = set(), _runs()
+    current = {exp for exp, run, _, _ in runs if run == "cpu-real"}
+    for exp, run, config, n in runs:
         prov = config.get("provenance", {})
         device = prov.get("gpu") or f"CPU ({prov.get('cpu_count', '?')} cores)"
         models = config.get("models") or [m for m in (config.get("small"), config.get("large")) if m]
         presets.add(config.get("preset"))
-        out.append(f"| {exp} | `{run}` | `{config.get('preset')}` | {_split(config)} | "
-                   f"{', '.join(models) or '-'} | {device} | {'growing' if run.startswith(GROWING) else n} | "
+        label = f"`{run}`" + (" (superseded)" if run.startswith(SUPERSEDED) and exp in current else "")
+        out.append(f"| {exp} | {label} | `{config.get('preset')}` | {_split(config)} | "
+                   f"{', '.join(models) or '-'} | {device} | {'growing' if f'{exp}/{run}' in GROWING else n} | "
                    f"`{str(prov.get('git_commit', '?'))[:7]}` |")
     if "paper" not in presets:
         out += ["", "No run of the `paper` preset (Qwen3-VL 2B/4B/8B on a GPU) is committed: the paper's models have "
