@@ -12,6 +12,7 @@ import json
 import pytest
 
 from mai import cli
+from mai import presets  # noqa: F401  (before `real` patches cli's REAL_* names: RECORDS reads them once, at import)
 from mai.benchmarks import BENCHMARKS, register
 from mai.data import Example, SyntheticBenchmark
 
