@@ -275,8 +275,7 @@ def test_d_table10_on_vllm_answers_as_on_transformers(shared_engines, checkpoint
     assert {r["verify"] for r in theirs.values() if r["kind"] == "MAI"} == {"answer", "reasoning"}
     assert {k: _answers(r) for k, r in theirs.items()} == {k: _answers(r) for k, r in ours.items()}
     # Every row carries its calls' UTC clock, as on transformers (issue 37: the order of rows is provable).
-    assert all(r["started"] <= r["ended"] for r in theirs.values()) and theirs.keys() == {
-        k for k, r in ours.items() if r["started"] <= r["ended"]}
+    assert all(r["started"] <= r["ended"] for r in [*theirs.values(), *ours.values()])
     if transfer == "sparse":
         transferred = sorted(k for k, r in theirs.items() if r.get("route") == "transfer")
         assert len(transferred) == 4 and all(0 < theirs[k]["kept_tokens"] <= 24 for k in transferred)
